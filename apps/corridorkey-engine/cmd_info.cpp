@@ -1,0 +1,50 @@
+#include "commands.h"
+
+#include <corridorkey/system.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace corridorkey::cli {
+
+void add_info(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("info", "LibTorch version, build features and devices");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "machine-readable output");
+  cmd->callback([json, &exit_code] {
+    const auto s = system_info();
+    if (*json) {
+      nlohmann::json j{{"engine_version", s.engine_version},
+                       {"torch_version", s.torch_version},
+                       {"cuda_build", s.cuda_build},
+                       {"cuda_runtime", s.cuda_runtime},
+                       {"mps", s.mps},
+                       {"cpu_threads", s.cpu_threads},
+                       {"cuda_devices", nlohmann::json::array()}};
+      for (const auto& d : s.cuda)
+        j["cuda_devices"].push_back({{"index", d.index}, {"name", d.name},
+                                     {"total_memory_bytes", d.total_memory_bytes},
+                                     {"compute_capability", std::to_string(d.compute_major) +
+                                                                "." + std::to_string(d.compute_minor)}});
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::printf("corridorkey-engine %s\n", s.engine_version.c_str());
+      std::printf("LibTorch          %s (wheel CUDA %s)\n", s.torch_version.c_str(),
+                  s.cuda_runtime.empty() ? "none" : s.cuda_runtime.c_str());
+      std::printf("CUDA kernels      %s\n", s.cuda_build ? "compiled in" : "off (CPU-only build)");
+      std::printf("CUDA devices      %zu\n", s.cuda.size());
+      for (const auto& d : s.cuda)
+        std::printf("  cuda:%d  %s  %.1f GiB  sm_%d%d\n", d.index, d.name.c_str(),
+                    static_cast<double>(d.total_memory_bytes) / (1 << 30), d.compute_major,
+                    d.compute_minor);
+      std::printf("MPS               %s\n", s.mps ? "available" : "not available");
+      std::printf("CPU threads       %d\n", s.cpu_threads);
+    }
+    exit_code = kOk;
+  });
+}
+
+}  // namespace corridorkey::cli

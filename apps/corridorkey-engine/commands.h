@@ -1,0 +1,21 @@
+// Subcommands of corridorkey-engine. Each registers its CLI11 options and a callback.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace corridorkey::cli {
+
+/// Process exit codes (documented in README "Exit codes").
+enum Exit : int {
+  kOk = 0,
+  kFailure = 1,      // a check failed (e.g. verify parity out of tolerance)
+  kUsage = 2,        // bad command line / options / profile
+  kInput = 3,        // unreadable or invalid input files
+  kModel = 4,        // checkpoint or device problem
+  kPartial = 5,      // some frames failed (--on-error skip)
+};
+
+void add_info(CLI::App& app, int& exit_code);
+void add_verify(CLI::App& app, int& exit_code);
+
+}  // namespace corridorkey::cli

@@ -1,0 +1,40 @@
+// corridorkey-engine: command-line front end of CorridorKey Engine.
+#include "commands.h"
+
+#include <corridorkey/errors.h>
+#include <corridorkey/version.h>
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  using namespace corridorkey;
+  CLI::App app{"CorridorKey Engine: native neural green-screen keying (GreenFormer on LibTorch)",
+               "corridorkey-engine"};
+  app.set_version_flag("--version", std::string("corridorkey-engine ") + version_string());
+  app.require_subcommand(1);
+  int exit_code = cli::kOk;
+  cli::add_info(app, exit_code);
+  cli::add_verify(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : cli::kUsage;
+  } catch (const ConfigError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return cli::kUsage;
+  } catch (const IoError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return cli::kInput;
+  } catch (const ModelError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return cli::kModel;
+  } catch (const DeviceError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return cli::kModel;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return cli::kFailure;
+  }
+  return exit_code;
+}

@@ -1,0 +1,27 @@
+# Compiler setup shared by every target.
+# LibTorch 2.15's headers need C++20, so every internal TU is C++20; the public headers
+# (engine/include) stay C++17 and tests/consumer compiles them as C++17 without torch.
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+# No explicit -fPIC/-fPIE: every TU then uses the compiler default (PIE on Debian), so the
+# one LibTorch PCH is valid for static libraries and executables alike.
+set(CMAKE_POSITION_INDEPENDENT_CODE OFF)
+
+if(CK_USE_CCACHE)
+  find_program(CK_CCACHE ccache)
+  if(CK_CCACHE)
+    set(CMAKE_CXX_COMPILER_LAUNCHER "${CK_CCACHE}")
+    set(CMAKE_CUDA_COMPILER_LAUNCHER "${CK_CCACHE}")
+    # PCH + ccache: ccache needs these to cache TUs compiled against a precompiled header.
+    set(ENV{CCACHE_SLOPPINESS} "pch_defines,time_macros,include_file_mtime,include_file_ctime")
+  endif()
+endif()
+
+# Warnings for our own code only (LibTorch headers are included as SYSTEM).
+function(ck_target_warnings target)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+  endif()
+endfunction()

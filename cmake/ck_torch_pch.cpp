@@ -1,0 +1,1 @@
+// Owner translation unit of the LibTorch precompiled header (see CKTorch.cmake).

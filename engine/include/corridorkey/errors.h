@@ -1,0 +1,62 @@
+// Typed exceptions thrown by every layer of CorridorKey Engine.
+//
+// All derive from corridorkey::Error (itself a std::runtime_error), so a host can catch
+// one type. Messages name the file, key or value at fault and what was expected.
+// The library never aborts the host process: LibTorch's c10::Error is caught at the
+// engine boundary and rethrown as one of these with context.
+#pragma once
+
+#include <corridorkey/version.h>
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Invalid options, profile or job files: unknown key, wrong type, out-of-range value.
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Files that cannot be found, read, decoded or written.
+class IoError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Checkpoints that are not checkpoints, are truncated, or do not match the architecture;
+/// failures inside the network.
+class ModelError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A requested device that does not exist or cannot run the model.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
+namespace detail {
+template <typename... Args>
+std::string str_cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+}  // namespace detail
+
+CORRIDORKEY_NAMESPACE_END
+
+/// CK_CHECK(cond, ErrorType, message parts...): throw ErrorType(message) when cond is false.
+#define CK_CHECK(cond, ErrorType, ...)                                  \
+  do {                                                                  \
+    if (!(cond)) throw ErrorType(::corridorkey::detail::str_cat(__VA_ARGS__)); \
+  } while (0)

@@ -1,0 +1,83 @@
+#include <corridorkey/errors.h>
+#include <corridorkey/system.h>
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/mps.h>
+#include <torch/version.h>
+#ifdef CK_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
+#endif
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+DeviceAvailability probe_devices() {
+  DeviceAvailability a;
+  try {
+    a.cuda_devices = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+  } catch (const std::exception&) {
+    a.cuda_devices = 0;  // broken driver: treat as absent, "cuda" requests then fail clearly
+  }
+  try {
+    a.mps = torch::mps::is_available();
+  } catch (const std::exception&) {
+    a.mps = false;
+  }
+  return a;
+}
+
+SystemInfo system_info() {
+  SystemInfo s;
+  s.engine_version = CORRIDORKEY_VERSION_STRING;
+  s.torch_version = TORCH_VERSION;
+#ifdef CK_WITH_CUDA
+  s.cuda_build = true;
+#endif
+  s.cuda_runtime = CK_TORCH_CUDA_VERSION;  // the wheel's CUDA, "" for CPU wheels
+  const auto avail = probe_devices();
+  s.mps = avail.mps;
+  s.cpu_threads = at::get_num_threads();
+#ifdef CK_WITH_CUDA
+  for (int i = 0; i < avail.cuda_devices; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    s.cuda.push_back({i, p.name, static_cast<uint64_t>(p.totalGlobalMem), p.major, p.minor});
+  }
+#else
+  for (int i = 0; i < avail.cuda_devices; ++i) s.cuda.push_back({i, "cuda", 0, 0, 0});
+#endif
+  return s;
+}
+
+std::string choose_device(const std::string& request, const DeviceAvailability& a) {
+  if (request.empty() || request == "auto") {
+    if (a.cuda_devices > 0) return "cuda:0";
+    if (a.mps) return "mps";
+    return "cpu";
+  }
+  if (request == "cpu") return "cpu";
+  if (request == "mps") {
+    CK_CHECK(a.mps, DeviceError, "device 'mps' requested but Apple MPS is not available "
+             "(needs an Apple-silicon Mac and a LibTorch built with MPS)");
+    return "mps";
+  }
+  if (request.rfind("cuda", 0) == 0) {
+    int index = 0;
+    if (request.size() > 4) {
+      CK_CHECK(request[4] == ':' && request.size() > 5 &&
+                   request.find_first_not_of("0123456789", 5) == std::string::npos,
+               DeviceError, "device '", request, "' is malformed: expected cuda or cuda:N");
+      index = std::stoi(request.substr(5));
+    }
+    CK_CHECK(a.cuda_devices > 0, DeviceError, "device '", request,
+             "' requested but no CUDA device is available");
+    CK_CHECK(index < a.cuda_devices, DeviceError, "device '", request, "' requested but only ",
+             a.cuda_devices, " CUDA device(s) exist (cuda:0..cuda:", a.cuda_devices - 1, ")");
+    return "cuda:" + std::to_string(index);
+  }
+  throw DeviceError("unknown device '" + request + "': expected auto, cpu, cuda, cuda:N or mps");
+}
+
+CORRIDORKEY_NAMESPACE_END

@@ -1,0 +1,97 @@
+#include <corridorkey/errors.h>
+#include <corridorkey/system.h>
+#include <corridorkey/verify.h>
+
+#include "model/checkpoint.h"
+#include "model/sample_input.h"
+#include "torch_boundary.h"
+
+#include <ATen/Context.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <chrono>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+VerifyReport verify_checkpoint(const VerifyOptions& opt) {
+  VerifyReport rep;
+  rep.checkpoint = opt.checkpoint;
+  rep.device = choose_device(opt.device, probe_devices());
+  const torch::Device device(rep.device);
+  // fp32 parity needs exact fp32 matmuls on both sides (TF32 changes results ~1e-3).
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
+  torch::NoGradGuard no_grad;
+
+  auto ck = model::read_checkpoint(opt.checkpoint);
+  rep.format = ck.format == model::CheckpointFormat::TorchScript ? "torchscript" : "torch.save";
+  auto cfg = ck.config;
+  if (opt.img_size > 0) cfg.img_size = opt.img_size;
+  try {
+    cfg.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(opt.checkpoint + ": " + e.what());
+  }
+  rep.arch = cfg.arch;
+  rep.img_size = cfg.img_size;
+
+  return detail::rethrow_torch(opt.checkpoint, [&] {
+    model::GreenFormer net(cfg);
+    model::load_weights(*net, ck);
+    net->eval();
+    net->set_flash_attention(opt.flash_attention);
+    net->to(device);
+    for (const auto& p : net->parameters()) rep.parameters += p.numel();
+
+    const auto x = model::seeded_input(1, cfg.img_size, opt.seed).to(device);
+    auto t0 = std::chrono::steady_clock::now();
+    const auto out = net->forward(x);
+    rep.native_ms = ms_since(t0);
+    rep.alpha_mean = out.alpha.mean().item<double>();
+    rep.fg_mean = out.fg.mean().item<double>();
+
+    // The archive's own forward is traced at its export size; only comparable there.
+    rep.has_reference = ck.format == model::CheckpointFormat::TorchScript &&
+                        cfg.img_size == ck.config.img_size;
+    std::vector<torch::Tensor> ref;
+    if (rep.has_reference) {
+      auto m = torch::jit::load(opt.checkpoint, device);
+      m.eval();
+      t0 = std::chrono::steady_clock::now();
+      auto r = m.forward({x});
+      rep.reference_ms = ms_since(t0);
+      CK_CHECK(r.isTuple(), ModelError, opt.checkpoint,
+               ": archive forward must return the 13-tensor tuple of tools/export_torchscript.py");
+      for (const auto& v : r.toTupleRef().elements()) ref.push_back(v.toTensor());
+      CK_CHECK(ref.size() == model::GreenFormerOutput::names().size(), ModelError,
+               opt.checkpoint, ": archive forward returned ", ref.size(), " outputs, expected ",
+               model::GreenFormerOutput::names().size());
+    }
+    rep.passed = true;
+    const auto& names = model::GreenFormerOutput::names();
+    for (size_t i = 0; i < names.size(); ++i) {
+      OutputDiff d;
+      d.name = names[i];
+      const auto t = out.get(names[i]);
+      d.shape.assign(t.sizes().begin(), t.sizes().end());
+      if (rep.has_reference) {
+        CK_CHECK(ref[i].sizes() == t.sizes(), ModelError, opt.checkpoint, ": output '", d.name,
+                 "' has shape ", ref[i].sizes(), " in the archive but ", t.sizes(), " natively");
+        d.max_abs_diff = (t - ref[i]).abs().max().item<double>();
+        d.max_abs_ref = ref[i].abs().max().item<double>();
+        if ((d.name == "alpha" || d.name == "fg") && !(d.max_abs_diff <= opt.tolerance))
+          rep.passed = false;
+      }
+      rep.diffs.push_back(d);
+    }
+    return rep;
+  });
+}
+
+CORRIDORKEY_NAMESPACE_END

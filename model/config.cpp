@@ -1,0 +1,171 @@
+#include "config.h"
+
+#include <corridorkey/errors.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+namespace corridorkey::model {
+
+GreenFormerConfig GreenFormerConfig::hiera_base_plus(int64_t img_size) {
+  GreenFormerConfig c;
+  c.arch = "hiera_base_plus";
+  c.img_size = img_size;
+  return c;
+}
+
+GreenFormerConfig GreenFormerConfig::tiny(int64_t img_size) {
+  // Same code path as the real network; only widths and depths shrink, so a CPU forward
+  // at S=128 takes milliseconds. Two heads are kept out: head_dim 16 / 32 / 64 / 128.
+  GreenFormerConfig c;
+  c.arch = "tiny";
+  c.img_size = img_size;
+  c.encoder.embed_dim = 16;
+  c.encoder.num_heads = 1;
+  c.encoder.stages = {1, 1, 2, 1};
+  c.decoder_dim = 32;
+  c.refiner_channels = 16;
+  return c;
+}
+
+GreenFormerConfig GreenFormerConfig::by_name(const std::string& arch, int64_t img_size) {
+  if (arch == "hiera_base_plus") return hiera_base_plus(img_size);
+  if (arch == "tiny") return tiny(img_size);
+  throw ConfigError("unknown arch '" + arch + "': expected hiera_base_plus or tiny");
+}
+
+void GreenFormerConfig::validate() const {
+  CK_CHECK(img_size > 0 && img_size % 32 == 0, ConfigError, "img_size ", img_size,
+           " is not a positive multiple of 32 (patch stride 4 x mask unit 8)");
+  const auto& e = encoder;
+  CK_CHECK(!e.stages.empty() && e.mask_unit_attn.size() == e.stages.size(), ConfigError,
+           "encoder.stages (", e.stages.size(), ") and mask_unit_attn (", e.mask_unit_attn.size(),
+           ") must have the same non-zero length");
+  CK_CHECK(e.q_pool < static_cast<int64_t>(e.stages.size()), ConfigError, "q_pool ", e.q_pool,
+           " must be smaller than the number of stages ", e.stages.size());
+  const int64_t grid = img_size / e.patch_stride[0];
+  // The grid is cut into mask units, and unrolled by q_stride once per stage transition.
+  int64_t unroll = 1;
+  for (size_t i = 0; i + 1 < e.stages.size(); ++i) unroll *= e.q_stride[0];
+  const int64_t need = std::lcm(e.mask_unit_size[0], unroll);
+  CK_CHECK(grid % need == 0, ConfigError, "img_size ", img_size, " gives a ", grid, "x", grid,
+           " token grid, not divisible by ", need, " (mask unit / unroll stride)");
+  CK_CHECK(refiner_channels % refiner_groups == 0, ConfigError, "refiner_channels ",
+           refiner_channels, " not divisible by refiner_groups ", refiner_groups);
+}
+
+std::string GreenFormerConfig::to_json() const {
+  const auto& e = encoder;
+  nlohmann::json j = {
+      {"format_version", 1},       {"arch", arch},
+      {"img_size", img_size},      {"embed_dim", e.embed_dim},
+      {"num_heads", e.num_heads},  {"stages", e.stages},
+      {"q_pool", e.q_pool},        {"q_stride", e.q_stride},
+      {"mask_unit_size", e.mask_unit_size},
+      {"mask_unit_attn", e.mask_unit_attn},
+      {"dim_mul", e.dim_mul},      {"head_mul", e.head_mul},
+      {"patch_kernel", e.patch_kernel},
+      {"patch_stride", e.patch_stride},
+      {"patch_padding", e.patch_padding},
+      {"mlp_ratio", e.mlp_ratio},  {"in_chans", e.in_chans},
+      {"decoder_dim", decoder_dim}, {"refiner_channels", refiner_channels},
+      {"refiner_groups", refiner_groups}};
+  return j.dump();
+}
+
+GreenFormerConfig GreenFormerConfig::from_json(const std::string& text,
+                                               const std::string& source) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& ex) {
+    throw ModelError(source + ": config.json is not valid JSON: " + ex.what());
+  }
+  GreenFormerConfig c;
+  auto& e = c.encoder;
+  auto get = [&](const char* key, auto& out) {
+    if (!j.contains(key)) return;
+    try {
+      j.at(key).get_to(out);
+    } catch (const std::exception& ex) {
+      throw ModelError(source + ": config.json key '" + key + "' has the wrong type: " +
+                       ex.what());
+    }
+  };
+  get("arch", c.arch);
+  get("img_size", c.img_size);
+  get("embed_dim", e.embed_dim);
+  get("num_heads", e.num_heads);
+  get("stages", e.stages);
+  get("q_pool", e.q_pool);
+  get("q_stride", e.q_stride);
+  get("mask_unit_size", e.mask_unit_size);
+  get("mask_unit_attn", e.mask_unit_attn);
+  get("dim_mul", e.dim_mul);
+  get("head_mul", e.head_mul);
+  get("patch_kernel", e.patch_kernel);
+  get("patch_stride", e.patch_stride);
+  get("patch_padding", e.patch_padding);
+  get("mlp_ratio", e.mlp_ratio);
+  get("in_chans", e.in_chans);
+  get("decoder_dim", c.decoder_dim);
+  get("refiner_channels", c.refiner_channels);
+  get("refiner_groups", c.refiner_groups);
+  return c;
+}
+
+std::vector<int64_t> stage_ends(const HieraConfig& c) {
+  std::vector<int64_t> ends;
+  int64_t sum = 0;
+  for (auto s : c.stages) ends.push_back((sum += s) - 1);
+  return ends;
+}
+
+std::vector<BlockSpec> block_specs(const HieraConfig& c) {
+  // Mirrors timm Hiera.__init__: the stage (and with it dim, heads, mask-unit attention)
+  // changes at the first block of a stage, but use_mask_unit_attn is read BEFORE the stage
+  // counter moves, so the flag lags one block (block 5 still uses mask units).
+  const auto ends = stage_ends(c);
+  const int64_t depth = ends.back() + 1;
+  const int64_t flat_q = c.q_stride[0] * c.q_stride[1];
+  int64_t flat_mu = c.mask_unit_size[0] * c.mask_unit_size[1];
+  auto is_end = [&](int64_t i) { return std::find(ends.begin(), ends.end(), i) != ends.end(); };
+  auto is_qpool = [&](int64_t i) {
+    for (int64_t k = 0; k < c.q_pool && k < static_cast<int64_t>(ends.size()); ++k)
+      if (ends[k] + 1 == i) return true;
+    return false;
+  };
+  std::vector<BlockSpec> specs;
+  int64_t dim = c.embed_dim, heads = c.num_heads;
+  size_t stage = 0;
+  for (int64_t i = 0; i < depth; ++i) {
+    BlockSpec b;
+    b.dim = dim;
+    b.dim_out = dim;
+    b.mask_unit_attn = c.mask_unit_attn[stage];
+    if (is_end(i - 1)) {
+      b.dim_out = static_cast<int64_t>(static_cast<double>(dim) * c.dim_mul);
+      heads = static_cast<int64_t>(static_cast<double>(heads) * c.head_mul);
+      ++stage;
+      if (is_qpool(i)) flat_mu /= flat_q;
+    }
+    b.heads = heads;
+    b.q_stride = is_qpool(i) ? flat_q : 1;
+    b.window_size = flat_mu;
+    b.mlp_hidden = static_cast<int64_t>(static_cast<double>(b.dim_out) * c.mlp_ratio);
+    specs.push_back(b);
+    dim = b.dim_out;
+  }
+  return specs;
+}
+
+std::vector<int64_t> feature_channels(const HieraConfig& c) {
+  const auto specs = block_specs(c);
+  std::vector<int64_t> ch;
+  for (auto e : stage_ends(c)) ch.push_back(specs[e].dim_out);
+  return ch;
+}
+
+}  // namespace corridorkey::model

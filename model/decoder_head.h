@@ -1,0 +1,39 @@
+// SegFormer-style multiscale decoder head (alpha: 1 channel, fg: 3 channels).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <array>
+#include <vector>
+
+namespace corridorkey::model {
+
+/// Per-scale channel projection; the checkpoint names it linear_cK.proj.
+class FeatureProjectionImpl : public torch::nn::Module {
+ public:
+  FeatureProjectionImpl(int64_t in, int64_t out);
+  /// NCHW [B, Ci, h, w] -> NCHW [B, out, h, w] through Linear over the flattened tokens.
+  torch::Tensor forward(const torch::Tensor& c);
+  torch::nn::Linear proj{nullptr};
+};
+TORCH_MODULE(FeatureProjection);
+
+class DecoderHeadImpl : public torch::nn::Module {
+ public:
+  DecoderHeadImpl(const std::vector<int64_t>& feature_channels, int64_t embed_dim,
+                  int64_t out_channels);
+  /// features = {c1, c2, c3, c4}; returns logits at c1's resolution (S/4).
+  torch::Tensor forward(const std::vector<torch::Tensor>& features);
+
+  std::array<FeatureProjection, 4> linear_c{nullptr, nullptr, nullptr, nullptr};
+  torch::nn::Conv2d linear_fuse{nullptr};
+  torch::nn::BatchNorm2d bn{nullptr};
+  torch::nn::Conv2d classifier{nullptr};
+};
+TORCH_MODULE(DecoderHead);
+
+}  // namespace corridorkey::model

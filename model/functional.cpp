@@ -1,0 +1,69 @@
+#include "functional.h"
+
+namespace corridorkey::model::functional {
+
+torch::Tensor unroll(const torch::Tensor& x, int64_t height, int64_t width, int64_t levels,
+                     int64_t sy, int64_t sx) {
+  const int64_t C = x.size(-1);
+  int64_t b = x.size(0), h = height, w = width;
+  auto t = x.view({b, h, w, C});
+  for (int64_t l = 0; l < levels; ++l) {
+    h /= sy;
+    w /= sx;
+    // [b, h, sy, w, sx, C] -> [b, sy, sx, h, w, C] -> fold (sy, sx) into the batch.
+    t = t.view({b, h, sy, w, sx, C}).permute({0, 2, 4, 1, 3, 5}).flatten(0, 2);
+    b *= sy * sx;
+  }
+  return t.reshape({-1, height * width, C});
+}
+
+torch::Tensor reroll(const torch::Tensor& x, int64_t height, int64_t width, int64_t levels,
+                     int64_t sy, int64_t sx) {
+  const int64_t B = x.size(0), C = x.size(-1);
+  int64_t N = x.size(1), mh = 1, mw = 1;
+  auto t = x;
+  for (int64_t l = 0; l < levels; ++l) {
+    // Pull the outermost (sy, sx) sub-grid out of N and merge it into the mask unit.
+    t = t.view({B, sy, sx, N / (sy * sx), mh, mw, C}).permute({0, 3, 1, 4, 2, 5, 6});
+    mh *= sy;
+    mw *= sx;
+    t = t.reshape({B, -1, mh, mw, C});
+    N = t.size(1);
+  }
+  // Undo windowing: [B, #MU, mh, mw, C] -> [B, H/mh, mh, W/mw, mw, C] -> [B, H, W, C].
+  t = t.view({B, height / mh, width / mw, mh, mw, C}).permute({0, 1, 3, 2, 4, 5});
+  return t.reshape({B, height, width, C});
+}
+
+torch::Tensor unrolled_positions(int64_t height, int64_t width, int64_t levels, int64_t sy,
+                                 int64_t sx) {
+  auto idx = torch::arange(height * width, torch::kLong).view({1, height * width, 1});
+  return unroll(idx, height, width, levels, sy, sx).view({height * width});
+}
+
+torch::Tensor mask_unit_attention(const torch::Tensor& qkv, int64_t heads, int64_t num_windows,
+                                  int64_t q_stride, bool four_d) {
+  const int64_t B = qkv.size(0);
+  const int64_t d = qkv.size(-1) / (3 * heads);
+  if (four_d && num_windows == 1) {
+    // [B, N, 3, H, d] -> [3, B, H, N, d]; each of q, k, v made contiguous 4-D.
+    auto t = qkv.view({B, -1, 3, heads, d}).permute({2, 0, 3, 1, 4});
+    auto q = t[0], k = t[1].contiguous(), v = t[2].contiguous();
+    if (q_stride > 1) {
+      q = q.view({B, heads, q_stride, -1, d}).amax(2);
+    }
+    auto o = at::scaled_dot_product_attention(q.contiguous(), k, v);
+    return o.transpose(1, 2).reshape({B, -1, heads * d});  // [B, Nq, H*d]
+  }
+  // timm layout: token n = t * num_windows + w (window index fastest).
+  auto t = qkv.reshape({B, -1, num_windows, 3, heads, d}).permute({3, 0, 4, 2, 1, 5});
+  auto qkv3 = t.unbind(0);
+  auto q = qkv3[0];
+  if (q_stride > 1) {
+    q = q.view({B, heads, num_windows, q_stride, -1, d}).amax(3);
+  }
+  auto o = at::scaled_dot_product_attention(q, qkv3[1], qkv3[2]);
+  return o.transpose(1, 3).reshape({B, -1, heads * d});
+}
+
+}  // namespace corridorkey::model::functional

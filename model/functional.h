@@ -1,0 +1,38 @@
+// Stateless tensor helpers of the Hiera encoder (in the spirit of torch::nn::functional):
+// the token reorderings and the attention core. Shapes follow timm's hiera.py exactly, so
+// the native model reproduces the reference op for op.
+#pragma once
+
+#include <torch/types.h>
+
+namespace corridorkey::model::functional {
+
+/// Hiera "unroll": [B, H*W, C] raster tokens -> [B, H*W, C] with `levels` rounds of
+/// stride-(sy,sx) patches moved outward, so that after 3 rounds of 2x2 the mask-unit
+/// (window) index varies fastest: token (y, x) goes to
+///   n = s * (H/8 * W/8) + (y>>3) * (W/8) + (x>>3),  s = bits y0 x0 y1 x1 y2 x2 (y0 = y&1 first).
+torch::Tensor unroll(const torch::Tensor& x, int64_t height, int64_t width, int64_t levels,
+                     int64_t sy, int64_t sx);
+
+/// Inverse of the `levels` unroll rounds still pending at a feature tap, followed by
+/// undoing the mask-unit windowing: [B, N, C] -> spatial [B, height, width, C].
+torch::Tensor reroll(const torch::Tensor& x, int64_t height, int64_t width, int64_t levels,
+                     int64_t sy, int64_t sx);
+
+/// Raster index of every token position in unrolled order (for routing masks and tests):
+/// result[n] = y * width + x of the token stored at position n.
+torch::Tensor unrolled_positions(int64_t height, int64_t width, int64_t levels, int64_t sy,
+                                 int64_t sx);
+
+/// Mask-unit attention core: qkv [B, N, 3*heads*head_dim] (channel layout [3][heads][d]).
+/// num_windows = 1 is global attention. q_stride > 1 max-pools q over the q_stride
+/// sub-tokens. Returns [B, N/q_stride, heads*head_dim], before the output projection.
+///
+/// four_d = false keeps timm's 5-D [B, heads, windows, T, d] tensors, which SDPA serves
+/// with its math kernel (it materialises the T x T scores). four_d = true (only used for
+/// num_windows == 1) hands SDPA contiguous 4-D [B, heads, N, d] so the flash /
+/// memory-efficient kernels run: same result up to summation order (~1e-6 in fp32).
+torch::Tensor mask_unit_attention(const torch::Tensor& qkv, int64_t heads, int64_t num_windows,
+                                  int64_t q_stride, bool four_d);
+
+}  // namespace corridorkey::model::functional

@@ -1,0 +1,111 @@
+#include "hiera.h"
+
+#include "functional.h"
+
+#include <torch/nn/functional/activation.h>
+
+#include <algorithm>
+
+namespace corridorkey::model {
+namespace F = torch::nn::functional;
+
+MaskUnitAttentionImpl::MaskUnitAttentionImpl(const BlockSpec& spec) : spec_(spec) {
+  qkv = register_module("qkv", torch::nn::Linear(spec.dim, 3 * spec.dim_out));
+  proj = register_module("proj", torch::nn::Linear(spec.dim_out, spec.dim_out));
+}
+
+torch::Tensor MaskUnitAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t N = x.size(1);
+  const int64_t nw = spec_.mask_unit_attn ? N / (spec_.q_stride * spec_.window_size) : 1;
+  auto o = functional::mask_unit_attention(qkv->forward(x), spec_.heads, nw, spec_.q_stride,
+                                           flash_4d && nw == 1);
+  return proj->forward(o);
+}
+
+MlpImpl::MlpImpl(int64_t dim, int64_t hidden) {
+  fc1 = register_module("fc1", torch::nn::Linear(dim, hidden));
+  fc2 = register_module("fc2", torch::nn::Linear(hidden, dim));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  return fc2->forward(F::gelu(fc1->forward(x)));  // exact erf GELU, as timm's nn.GELU
+}
+
+HieraBlockImpl::HieraBlockImpl(const BlockSpec& s) {
+  using torch::nn::LayerNormOptions;
+  norm1 = register_module("norm1", torch::nn::LayerNorm(LayerNormOptions({s.dim}).eps(1e-6)));
+  attn = register_module("attn", MaskUnitAttention(s));
+  norm2 = register_module("norm2", torch::nn::LayerNorm(LayerNormOptions({s.dim_out}).eps(1e-6)));
+  mlp = register_module("mlp", Mlp(s.dim_out, s.mlp_hidden));
+  if (s.dim != s.dim_out) proj = register_module("proj", torch::nn::Linear(s.dim, s.dim_out));
+}
+
+torch::Tensor HieraBlockImpl::forward(torch::Tensor x) {
+  auto xn = norm1->forward(x);
+  if (proj) {
+    // Expanding block: the residual is the max-pool (in unrolled order) of proj(LN1 x).
+    x = proj->forward(xn);
+    x = x.view({x.size(0), spec().q_stride, -1, x.size(-1)}).amax(1);
+  }
+  x = x + attn->forward(xn);
+  return x + mlp->forward(norm2->forward(x));
+}
+
+PatchEmbedImpl::PatchEmbedImpl(const HieraConfig& c) {
+  proj = register_module(
+      "proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(c.in_chans, c.embed_dim,
+                                                         {c.patch_kernel[0], c.patch_kernel[1]})
+                                    .stride({c.patch_stride[0], c.patch_stride[1]})
+                                    .padding({c.patch_padding[0], c.patch_padding[1]})));
+}
+
+torch::Tensor PatchEmbedImpl::forward(const torch::Tensor& x) {
+  auto y = proj->forward(x);
+  return y.reshape({y.size(0), y.size(1), -1}).transpose(2, 1);
+}
+
+HieraImpl::HieraImpl(const HieraConfig& c, int64_t img_size)
+    : cfg_(c), grid_(img_size / c.patch_stride[0]), stage_ends_(stage_ends(c)) {
+  pos_embed = register_parameter("pos_embed", torch::zeros({1, grid_ * grid_, c.embed_dim}));
+  patch_embed = register_module("patch_embed", PatchEmbed(c));
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (const auto& spec : block_specs(c)) {
+    block_refs_.push_back(HieraBlock(spec));
+    blocks->push_back(block_refs_.back());
+  }
+}
+
+void HieraImpl::set_flash_attention(bool on) {
+  for (auto& b : block_refs_) b->attn->flash_4d = on;
+}
+
+std::vector<torch::Tensor> HieraImpl::forward(const torch::Tensor& input) {
+  const int64_t sy = cfg_.q_stride[0], sx = cfg_.q_stride[1];
+  const auto n_unroll = static_cast<int64_t>(stage_ends_.size()) - 1;
+  auto x = patch_embed->forward(input) + pos_embed;
+  x = functional::unroll(x, grid_, grid_, n_unroll, sy, sx);
+
+  std::vector<torch::Tensor> features;
+  int64_t levels = n_unroll, size = grid_, taps = 0;
+  for (size_t i = 0; i < block_refs_.size(); ++i) {
+    x = block_refs_[i]->forward(x);
+    if (std::find(stage_ends_.begin(), stage_ends_.end(), static_cast<int64_t>(i)) ==
+        stage_ends_.end())
+      continue;
+    features.push_back(
+        functional::reroll(x, size, size, levels, sy, sx).permute({0, 3, 1, 2}));
+    // timm's Reroll drops one unroll level (and halves the grid) after each of the first
+    // q_pool stage ends.
+    if (taps++ < cfg_.q_pool && levels > 0) {
+      --levels;
+      size /= sy;
+    }
+  }
+  return features;
+}
+
+HieraEncoderImpl::HieraEncoderImpl(const HieraConfig& c, int64_t img_size) {
+  model = register_module("model", Hiera(c, img_size));
+}
+
+}  // namespace corridorkey::model

@@ -1,0 +1,101 @@
+// Hiera encoder (timm `hiera_base_plus_224` semantics, features_only) as LibTorch modules.
+// Registered names equal timm's attribute names, so named_parameters() under the
+// GreenFormer root reads "encoder.model.blocks.3.attn.qkv.weight" like the checkpoint.
+#pragma once
+
+#include "config.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include <vector>
+
+namespace corridorkey::model {
+
+/// Attention over mask units (windows) or, with use_mask_unit_attn = false, globally.
+class MaskUnitAttentionImpl : public torch::nn::Module {
+ public:
+  explicit MaskUnitAttentionImpl(const BlockSpec& spec);
+  torch::Tensor forward(const torch::Tensor& x);
+  const BlockSpec& spec() const { return spec_; }
+  /// Global blocks only: run SDPA on contiguous 4-D q/k/v (flash / memory-efficient
+  /// kernels) instead of timm's 5-D layout (math kernel, T x T scores materialised).
+  bool flash_4d = false;
+
+  torch::nn::Linear qkv{nullptr}, proj{nullptr};
+
+ private:
+  BlockSpec spec_;
+};
+TORCH_MODULE(MaskUnitAttention);
+
+/// timm Mlp: fc1 -> GELU (erf) -> fc2.
+class MlpImpl : public torch::nn::Module {
+ public:
+  MlpImpl(int64_t dim, int64_t hidden);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+class HieraBlockImpl : public torch::nn::Module {
+ public:
+  explicit HieraBlockImpl(const BlockSpec& spec);
+  torch::Tensor forward(torch::Tensor x);
+  const BlockSpec& spec() const { return attn->spec(); }
+
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+  MaskUnitAttention attn{nullptr};
+  Mlp mlp{nullptr};
+  torch::nn::Linear proj{nullptr};  // only in expanding blocks (dim != dim_out)
+};
+TORCH_MODULE(HieraBlock);
+
+/// Patch embedding conv; tokens come out in raster order [B, (S/4)^2, C].
+class PatchEmbedImpl : public torch::nn::Module {
+ public:
+  explicit PatchEmbedImpl(const HieraConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Conv2d proj{nullptr};
+};
+TORCH_MODULE(PatchEmbed);
+
+/// The Hiera trunk (registered as "model" inside the encoder, like timm's features_only
+/// FeatureGetterNet). forward() returns the four stage-end features, NCHW.
+class HieraImpl : public torch::nn::Module {
+ public:
+  HieraImpl(const HieraConfig& c, int64_t img_size);
+  std::vector<torch::Tensor> forward(const torch::Tensor& x);
+
+  /// Switch the 4-D SDPA layout on/off for every global-attention block.
+  void set_flash_attention(bool on);
+  /// Called after each block with (block index, tokens); lets callers free or inspect.
+  const HieraConfig& config() const { return cfg_; }
+  int64_t grid() const { return grid_; }
+
+  torch::Tensor pos_embed;
+  PatchEmbed patch_embed{nullptr};
+  torch::nn::ModuleList blocks{nullptr};
+
+ private:
+  HieraConfig cfg_;
+  int64_t grid_;                    // token grid side after patch embed (S/4)
+  std::vector<int64_t> stage_ends_;
+  std::vector<HieraBlock> block_refs_;
+};
+TORCH_MODULE(Hiera);
+
+/// Wrapper that only exists to give the trunk the "encoder.model." key prefix.
+class HieraEncoderImpl : public torch::nn::Module {
+ public:
+  HieraEncoderImpl(const HieraConfig& c, int64_t img_size);
+  std::vector<torch::Tensor> forward(const torch::Tensor& x) { return model->forward(x); }
+  Hiera model{nullptr};
+};
+TORCH_MODULE(HieraEncoder);
+
+}  // namespace corridorkey::model

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One idempotent setup for a fresh Debian 12 machine: system packages, the project
+# virtualenv that provides LibTorch (PyPI torch wheel) and timm for the tools, then a
+# configured + built tree. Called by both README commands and by .ci/run.
+#
+#   scripts/setup.sh            # packages + venv + configure + build (Release)
+#   CK_SKIP_BUILD=1 scripts/setup.sh   # packages + venv only
+#
+# Environment knobs:
+#   CK_VENV   where the venv lives (default ~/.cache/corridorkey-engine/venv-torch<ver>);
+#             kept outside the checkout so clean clones (CI) reuse the 3 GB download.
+#   CK_BUILD  build directory (default ./build)
+set -euo pipefail
+
+TORCH_VERSION=2.15.0       # LibTorch comes from this wheel; see README "Why the PyPI wheel"
+TORCHVISION_VERSION=0.29.2 # only because timm imports it
+TIMM_VERSION=1.0.31
+NUMPY_SPEC="numpy<3"
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv=${CK_VENV:-$HOME/.cache/corridorkey-engine/venv-torch$TORCH_VERSION}
+build=${CK_BUILD:-$root/build}
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# ---- 1. Debian packages -------------------------------------------------------
+apt_pkgs=(build-essential cmake ninja-build ccache git pkg-config python3-venv
+          libopencv-dev libopenexr-dev libyaml-cpp-dev libcli11-dev catch2
+          nlohmann-json3-dev)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# ---- 2. venv with the pinned torch wheel (LibTorch) and timm -------------------
+py=python3
+if ! "$venv/bin/python" -c "import torch, timm, sys; sys.exit(0 if torch.__version__.split('+')[0]=='$TORCH_VERSION' and timm.__version__=='$TIMM_VERSION' else 1)" 2>/dev/null; then
+  log "creating venv $venv (torch $TORCH_VERSION, timm $TIMM_VERSION)"
+  mkdir -p "$(dirname "$venv")"
+  [ -x "$venv/bin/python" ] || $py -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+  "$venv/bin/pip" install -q "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
+      "timm==$TIMM_VERSION" "$NUMPY_SPEC"
+fi
+log "venv ok: $("$venv/bin/python" -c 'import torch,timm;print("torch",torch.__version__,"cuda",torch.version.cuda,"timm",timm.__version__)')"
+
+[ "${CK_SKIP_BUILD:-0}" = 1 ] && exit 0
+
+# ---- 3. configure + build -----------------------------------------------------
+gen=()
+[ -f "$build/CMakeCache.txt" ] || gen=(-G Ninja)
+cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DCK_PYTHON="$venv/bin/python" ${CK_CMAKE_ARGS:-}
+cmake --build "$build" --parallel "${CK_JOBS:-$(nproc)}"

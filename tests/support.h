@@ -1,0 +1,53 @@
+// Shared helpers of the C++ tests: fixture files and tensor comparisons.
+#pragma once
+
+#include <torch/serialize.h>
+#include <torch/types.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace ck_test {
+
+/// Folder written by tests/make_fixtures.py (ctest sets CK_FIXTURES).
+inline std::string fixture(const std::string& name) {
+  const char* dir = std::getenv("CK_FIXTURES");
+  if (!dir) throw std::runtime_error("CK_FIXTURES is not set: run the tests through ctest");
+  const auto p = std::filesystem::path(dir) / name;
+  if (!std::filesystem::exists(p))
+    throw std::runtime_error("missing fixture " + p.string() + " (tests/make_fixtures.py)");
+  return p.string();
+}
+
+/// Reads a torch.save'd flat dict of tensors.
+inline std::map<std::string, torch::Tensor> load_tensors(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& kv : torch::pickle_load(data).toGenericDict())
+    out[kv.key().toStringRef()] = kv.value().toTensor();
+  return out;
+}
+
+inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat).cpu() - b.to(torch::kFloat).cpu()).abs().max().item<double>();
+}
+
+inline double max_abs(const torch::Tensor& a) {
+  return a.to(torch::kFloat).abs().max().item<double>();
+}
+
+/// A fresh empty folder under the system temp dir.
+inline std::filesystem::path temp_dir(const std::string& tag) {
+  auto p = std::filesystem::temp_directory_path() /
+           ("ck_test_" + tag + "_" + std::to_string(std::rand()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
+}
+
+}  // namespace ck_test
