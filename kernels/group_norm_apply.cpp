@@ -15,13 +15,16 @@ torch::Tensor group_norm_apply_reference(const torch::Tensor& x, const torch::Te
                                          const torch::Tensor& beta, int64_t groups,
                                          const std::optional<torch::Tensor>& residual,
                                          bool relu) {
+  // One new tensor, then in-place updates: the tiled refiner calls this per tile and its
+  // working memory is what the tiling exists to bound.
   const auto N = x.size(0), C = x.size(1);
-  auto xf = x.to(torch::kFloat).view({N, groups, -1});
-  auto y = ((xf - mean.view({N, groups, 1})) * rstd.view({N, groups, 1})).view(x.sizes());
-  y = y * gamma.to(torch::kFloat).view({1, C, 1, 1}) + beta.to(torch::kFloat).view({1, C, 1, 1});
-  if (residual) y = y + residual->to(torch::kFloat);
-  if (relu) y = torch::relu(y);
-  return y.to(x.scalar_type());
+  auto y = x.to(torch::kFloat).reshape({N, groups, -1}) - mean.view({N, groups, 1});
+  y.mul_(rstd.view({N, groups, 1}));
+  y = y.view(x.sizes());
+  y.mul_(gamma.to(torch::kFloat).view({1, C, 1, 1})).add_(beta.to(torch::kFloat).view({1, C, 1, 1}));
+  if (residual) y.add_(*residual);
+  if (relu) y.relu_();
+  return x.scalar_type() == torch::kFloat ? y : y.to(x.scalar_type());
 }
 
 #ifdef CK_WITH_CUDA

@@ -1,5 +1,6 @@
 #include "decoder_head.h"
 
+#include <torch/nn/functional/linear.h>
 #include <torch/nn/functional/upsampling.h>
 
 #include <string>
@@ -31,6 +32,7 @@ DecoderHeadImpl::DecoderHeadImpl(const std::vector<int64_t>& ch, int64_t embed_d
 }
 
 torch::Tensor DecoderHeadImpl::forward(const std::vector<torch::Tensor>& f) {
+  if (fused) return forward_fused(f);
   const std::vector<int64_t> size{f[0].size(2), f[0].size(3)};
   auto up = [&](torch::Tensor t) {
     return F::interpolate(t, F::InterpolateFuncOptions().size(size).mode(torch::kBilinear)
@@ -41,6 +43,41 @@ torch::Tensor DecoderHeadImpl::forward(const std::vector<torch::Tensor>& f) {
        up(linear_c[1]->forward(f[1])), linear_c[0]->forward(f[0])}, 1));
   // BatchNorm uses running statistics (eval); dropout is the identity at inference.
   return classifier->forward(torch::relu(bn->forward(fused)));
+}
+
+}  // namespace corridorkey::model
+
+namespace corridorkey::model {
+
+torch::Tensor DecoderHeadImpl::forward_fused(const std::vector<torch::Tensor>& f) {
+  const int64_t E = linear_fuse->weight.size(0);
+  if (folded_.empty()) {
+    // Fold in float32 whatever the storage type, then store in the weights' type.
+    torch::NoGradGuard ng;
+    const auto wf = linear_fuse->weight.to(torch::kFloat).view({E, 4 * E});
+    for (int k = 0; k < 4; ++k) {
+      // cat order is [c4, c3, c2, c1]: scale k+1 owns columns (3-k)*E .. (4-k)*E.
+      const auto fk = wf.slice(1, (3 - k) * E, (4 - k) * E);
+      const auto& p = linear_c[k]->proj;
+      folded_.emplace_back(torch::mm(fk, p->weight.to(torch::kFloat)).to(p->weight.scalar_type()),
+                           torch::mv(fk, p->bias.to(torch::kFloat)).to(p->bias.scalar_type()));
+    }
+  }
+  const std::vector<int64_t> size{f[0].size(2), f[0].size(3)};
+  torch::Tensor acc;
+  for (int k = 3; k >= 0; --k) {
+    const auto& c = f[k];
+    const auto n = c.size(0), h = c.size(2), w = c.size(3);
+    auto z = torch::nn::functional::linear(c.flatten(2).transpose(1, 2), folded_[k].first,
+                                           folded_[k].second)
+                 .transpose(1, 2)
+                 .reshape({n, E, h, w});
+    if (k > 0)
+      z = F::interpolate(z, F::InterpolateFuncOptions().size(size).mode(torch::kBilinear)
+                                .align_corners(false));
+    acc = acc.defined() ? acc.add_(z) : z;
+  }
+  return classifier->forward(torch::relu(bn->forward(acc)));
 }
 
 }  // namespace corridorkey::model

@@ -45,6 +45,10 @@ class GreenFormerImpl : public torch::nn::Module {
 
   const GreenFormerConfig& config() const { return config_; }
   void set_flash_attention(bool on) { encoder->model->set_flash_attention(on); }
+  void set_fused_decoders(bool on) {
+    alpha_decoder->fused = on;
+    fg_decoder->fused = on;
+  }
 
   HieraEncoder encoder{nullptr};
   DecoderHead alpha_decoder{nullptr}, fg_decoder{nullptr};

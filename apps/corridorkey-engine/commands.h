@@ -17,5 +17,7 @@ enum Exit : int {
 
 void add_info(CLI::App& app, int& exit_code);
 void add_verify(CLI::App& app, int& exit_code);
+void add_profiles(CLI::App& app, int& exit_code);
+void add_bench(CLI::App& app, int& exit_code);
 
 }  // namespace corridorkey::cli

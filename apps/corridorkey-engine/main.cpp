@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   int exit_code = cli::kOk;
   cli::add_info(app, exit_code);
   cli::add_verify(app, exit_code);
+  cli::add_profiles(app, exit_code);
+  cli::add_bench(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

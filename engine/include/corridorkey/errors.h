@@ -44,19 +44,19 @@ class DeviceError : public Error {
   using Error::Error;
 };
 
-namespace detail {
+namespace errors_detail {
 template <typename... Args>
 std::string str_cat(const Args&... args) {
   std::ostringstream os;
   (os << ... << args);
   return os.str();
 }
-}  // namespace detail
+}  // namespace errors_detail
 
 CORRIDORKEY_NAMESPACE_END
 
 /// CK_CHECK(cond, ErrorType, message parts...): throw ErrorType(message) when cond is false.
 #define CK_CHECK(cond, ErrorType, ...)                                  \
   do {                                                                  \
-    if (!(cond)) throw ErrorType(::corridorkey::detail::str_cat(__VA_ARGS__)); \
+    if (!(cond)) throw ErrorType(::corridorkey::errors_detail::str_cat(__VA_ARGS__)); \
   } while (0)

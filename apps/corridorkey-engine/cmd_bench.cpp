@@ -1,0 +1,94 @@
+#include "commands.h"
+#include "profile_args.h"
+
+#include <corridorkey/bench.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+namespace corridorkey::cli {
+namespace {
+double mib(uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
+}  // namespace
+
+void add_bench(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "bench", "Time profiles side by side on one seeded input: latency, peak memory, drift");
+  auto b = std::make_shared<BenchOptions>();
+  auto random = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false);
+  auto profiles = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--checkpoint", b->checkpoint, "TorchScript archive or CorridorKey .pth");
+  cmd->add_flag("--random-weights", *random, "seeded random weights instead of a checkpoint");
+  cmd->add_option("--arch", b->random_arch, "architecture for --random-weights (hiera_base_plus | tiny)")
+      ->capture_default_str();
+  b->random_arch = "hiera_base_plus";
+  cmd->add_option("--img-size", b->img_size, "model resolution (multiple of 32)")->capture_default_str();
+  cmd->add_option("--profile", *profiles, "profile to run (repeat; the first is the reference)")
+      ->take_all();
+  cmd->add_option("--frames", b->frames, "timed frames per profile")->capture_default_str();
+  cmd->add_option("--warmup", b->warmup, "untimed frames first")->capture_default_str();
+  cmd->add_option("--seed", b->seed, "input / weight seed")->capture_default_str();
+  cmd->add_option("--device", b->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
+  cmd->add_option_function<std::string>(
+      "--precision", [b](const std::string& v) { b->overrides.emplace_back("model_precision", v); },
+      "override model_precision in every profile");
+  cmd->add_option_function<std::vector<std::string>>(
+         "--set", [b](const std::vector<std::string>& kv) {
+           for (const auto& s : kv) {
+             const auto eq = s.find('=');
+             b->overrides.emplace_back(s.substr(0, eq), eq == std::string::npos ? "" : s.substr(eq + 1));
+           }
+         },
+         "field=value override for every profile (repeatable), e.g. --set tiled_refiner=false");
+  cmd->add_flag("--refiner-only", b->refiner_only,
+                "time the refiner stage alone: untiled vs exact tiled (tile_size of the first profile)");
+  cmd->add_flag("--json", *json, "one JSON object per profile (NDJSON)");
+  cmd->callback([b, random, json, profiles, &exit_code] {
+    if (!*random && b->checkpoint.empty()) b->checkpoint = "";
+    if (!*random) b->random_arch.clear();
+    if (!profiles->empty()) b->profiles = *profiles;
+    if (!*json)
+      std::printf("%-18s %-10s %-9s %10s %9s %9s %9s %9s %9s %11s %11s %10s %10s\n", "profile",
+                  "precision", "device", "median_ms", "min_ms", "max_ms", "enc_ms", "dec_ms",
+                  "ref_ms", "host_MiB", "rss_MiB", "alpha_diff", "fg_diff");
+    run_bench(*b, [&](const BenchRow& r) {
+      if (*json) {
+        nlohmann::json j{{"profile", r.profile}, {"precision", r.precision},
+                         {"device", r.info.device}, {"img_size", r.info.img_size},
+                         {"compile", r.info.compile_mode_effective},
+                         {"median_ms", r.median_ms}, {"min_ms", r.min_ms}, {"max_ms", r.max_ms},
+                         {"encoder_ms", r.median_stages.encoder_ms},
+                         {"decoders_ms", r.median_stages.decoders_ms},
+                         {"refiner_ms", r.median_stages.refiner_ms},
+                         {"host_peak_allocated", r.peak.host_peak_allocated},
+                         {"host_peak_rss_growth", r.peak.host_peak_rss_growth},
+                         {"encoder_peak", r.peak.encoder_peak},
+                         {"decoders_peak", r.peak.decoders_peak},
+                         {"refiner_peak", r.peak.refiner_peak},
+                         {"device_peak_allocated", r.peak.device_peak_allocated},
+                         {"device_peak_reserved", r.peak.device_peak_reserved},
+                         {"alpha_max_diff", r.alpha_max_diff}, {"fg_max_diff", r.fg_max_diff}};
+        std::cout << j.dump() << std::endl;
+      } else {
+        std::printf("%-18s %-10s %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %10.2e %10.2e\n",
+                    r.profile.c_str(), r.precision.c_str(), r.info.device.c_str(), r.median_ms,
+                    r.min_ms, r.max_ms, r.median_stages.encoder_ms, r.median_stages.decoders_ms,
+                    r.median_stages.refiner_ms, mib(r.peak.host_peak_allocated),
+                    mib(r.peak.host_peak_rss_growth), r.alpha_max_diff, r.fg_max_diff);
+        if (r.peak.encoder_peak + r.peak.refiner_peak)
+          std::printf("%-18s stage peaks: encoder %.1f MiB, decoders %.1f MiB, refiner %.1f MiB\n", "",
+                      mib(r.peak.encoder_peak), mib(r.peak.decoders_peak), mib(r.peak.refiner_peak));
+        if (r.peak.device_peak_reserved)
+          std::printf("%-18s device peak allocated %.1f MiB, reserved %.1f MiB\n", "",
+                      mib(r.peak.device_peak_allocated), mib(r.peak.device_peak_reserved));
+        std::fflush(stdout);
+      }
+    });
+    exit_code = kOk;
+  });
+}
+
+}  // namespace corridorkey::cli

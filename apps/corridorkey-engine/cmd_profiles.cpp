@@ -1,0 +1,33 @@
+#include "commands.h"
+#include "profile_args.h"
+
+#include <corridorkey/profile.h>
+
+#include <cstdio>
+#include <iostream>
+
+namespace corridorkey::cli {
+
+void add_profiles(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("profiles", "List the optimization profiles or show one resolved");
+  cmd->require_subcommand(1);
+  auto* list = cmd->add_subcommand("list", "bundled profiles and the folder they are read from");
+  list->callback([&exit_code] {
+    std::printf("profiles in %s:\n", profile_dir().c_str());
+    for (const auto& p : builtin_profiles()) std::printf("  %s\n", p.c_str());
+    std::printf("fields:\n");
+    for (const auto& [k, h] : profile_schema()) std::printf("  %-24s %s\n", k.c_str(), h.c_str());
+    exit_code = kOk;
+  });
+  auto* show = cmd->add_subcommand("show", "print the options a profile resolves to after overrides");
+  auto name = std::make_shared<std::string>();
+  show->add_option("name", *name, "profile name or path")->required();
+  auto args = add_profile_args(show, "original");
+  show->callback([name, args, &exit_code] {
+    args->profile = *name;
+    std::cout << to_yaml(args->resolve());
+    exit_code = kOk;
+  });
+}
+
+}  // namespace corridorkey::cli

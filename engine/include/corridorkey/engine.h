@@ -1,0 +1,114 @@
+// CorridorKey engines: load a GreenFormer, key frames.
+//
+//   corridorkey::EngineOptions opt = corridorkey::load_profile("optimized");
+//   opt.checkpoint = "CorridorKey.pth";
+//   auto engine = corridorkey::create_engine(opt);        // OptimizedEngine for this profile
+//   corridorkey::FrameResult r = engine->process_frame(plate_view, hint_view);
+//
+// Thread-safety: an engine is NOT safe to call from several threads at once. One engine
+// owns one model on one device; process_frame() calls must be serialised (a mutex, or one
+// inference thread per device as the clip pipeline does). Different engines are
+// independent. The process-global switches (cudnn benchmark, TF32) are applied once, by
+// the first engine constructed (documented in EngineOptions).
+//
+// Lifetime: the engine owns its weights; results are plain owned buffers and outlive it.
+// All failures are corridorkey::Error subclasses; LibTorch errors never escape raw.
+#pragma once
+
+#include <corridorkey/image.h>
+#include <corridorkey/options.h>
+#include <corridorkey/version.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+/// Milliseconds per stage of one process_frame() call.
+struct StageTimings {
+  double preprocess_ms = 0, encoder_ms = 0, decoders_ms = 0, refiner_ms = 0, model_ms = 0,
+         postprocess_ms = 0, total_ms = 0;
+};
+
+/// Peak memory during one call. CUDA: caching-allocator peaks. CPU: bytes allocated by
+/// LibTorch's CPU allocator (peak above the call's start) and the process's peak RSS growth.
+struct MemoryStats {
+  uint64_t device_peak_allocated = 0;
+  uint64_t device_peak_reserved = 0;
+  uint64_t host_peak_allocated = 0;
+  uint64_t host_peak_rss_growth = 0;
+  /// Peak bytes above the call's start within each model stage (device allocator on
+  /// CUDA, LibTorch CPU allocator on CPU); eager execution only.
+  uint64_t encoder_peak = 0, decoders_peak = 0, refiner_peak = 0;
+};
+
+struct FrameResult {
+  Image alpha;      // [H,W,1] linear, raw model output resized to the plate (no despeckle)
+  Image fg;         // [H,W,3] sRGB straight, raw
+  Image processed;  // [H,W,4] linear premultiplied RGBA (despeckled alpha, despilled fg)
+  Image comp;       // [H,W,3] sRGB, over a checkerboard
+  StageTimings timings;
+  MemoryStats memory;
+};
+
+/// What the engine actually runs after resolving options against the device (e.g. a
+/// compile mode that cannot apply on CPU), for logs and reports.
+struct EngineInfo {
+  std::string device, arch, checkpoint, profile, compile_mode_effective;
+  int64_t img_size = 0;
+  int64_t parameters = 0;
+  std::string notes;  // one line per option that could not apply as asked
+};
+
+class BaseEngine {
+ public:
+  virtual ~BaseEngine();
+  BaseEngine(const BaseEngine&) = delete;
+  BaseEngine& operator=(const BaseEngine&) = delete;
+
+  /// Keys one frame: plate (3+ channels; extra channels ignored), hint (first channel used;
+  /// resized when its size differs). Throws IoError for bad views.
+  FrameResult process_frame(const ImageView& plate, const ImageView& hint);
+
+  /// Model only, at model resolution: input [4,S,S] planar float (normalised rgb + hint).
+  /// Returns alpha [S,S] and fg [3,S,S] planar. For benchmarks and parity checks.
+  struct ModelOutput {
+    std::vector<float> alpha, fg;
+    StageTimings timings;
+    MemoryStats memory;
+  };
+  ModelOutput run_model(const std::vector<float>& input_planar);
+
+  const EngineOptions& options() const;
+  const EngineInfo& info() const;
+
+ protected:
+  explicit BaseEngine(const EngineOptions& options);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The reference behaviour: defaults to the "original" profile (every optimization off).
+class OriginalEngine : public BaseEngine {
+ public:
+  explicit OriginalEngine(const EngineOptions& options);
+  OriginalEngine();  // "original" profile, bundled default checkpoint
+};
+
+/// Defaults to the "optimized" profile; owns the token-routing modules when enabled.
+class OptimizedEngine : public BaseEngine {
+ public:
+  explicit OptimizedEngine(const EngineOptions& options);
+  OptimizedEngine();  // "optimized" profile, bundled default checkpoint
+};
+
+/// OriginalEngine for the "original" profile, OptimizedEngine otherwise. Device "auto"
+/// picks CUDA, then MPS, then CPU; an explicit device is honoured or throws DeviceError.
+std::unique_ptr<BaseEngine> create_engine(const EngineOptions& options);
+
+/// Bundled default checkpoint path (checkpoints/ in the source tree or the install share).
+std::string default_checkpoint();
+
+CORRIDORKEY_NAMESPACE_END

@@ -1,0 +1,49 @@
+// Optimization profiles: YAML files (profiles/*.yaml) that set EngineOptions fields, plus
+// per-field overrides from the command line. One source of truth: every field has one
+// name, parsed and printed by the same table (profile.cpp).
+#pragma once
+
+#include <corridorkey/options.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+/// Names of the bundled profiles: original, optimized, performance, experimental.
+std::vector<std::string> builtin_profiles();
+
+/// Folder the bundled profiles are read from: $CORRIDORKEY_PROFILE_DIR, else the source
+/// tree's profiles/ (build tree), else <prefix>/share/corridorkey/profiles (install).
+std::string profile_dir();
+
+/// Loads a profile by name (a bundled one) or by path (anything containing '/' or ending in
+/// .yaml/.yml). Starts from EngineOptions{} defaults; the YAML sets profile fields only.
+/// ConfigError names the file, key, bad value and the allowed values for: unknown keys,
+/// wrong types, out-of-range values (tile_overlap >= tile_size, tile_size not a multiple of
+/// 8, dma_buffers outside 2..8, thresholds outside 0..1 or low >= high).
+EngineOptions load_profile(const std::string& name_or_path);
+
+/// Parses YAML text (source names it in errors) into `options`.
+void apply_profile_yaml(EngineOptions& options, const std::string& yaml_text,
+                        const std::string& source);
+
+/// Sets one profile field from its text form ("flash_attention", "true"); same checks and
+/// messages as the YAML path. Keys use snake_case; '-' is accepted for '_'.
+void set_profile_field(EngineOptions& options, const std::string& key, const std::string& value,
+                       const std::string& source = "command line");
+
+/// Cross-field validation (tile_overlap < tile_size, low < high ...).
+void validate_profile(const EngineOptions& options, const std::string& source);
+
+/// Every profile field as (key, text value), in schema order.
+std::vector<std::pair<std::string, std::string>> profile_fields(const EngineOptions& options);
+
+/// Profile field names in schema order, with one-line help each.
+std::vector<std::pair<std::string, std::string>> profile_schema();
+
+/// The resolved options as a YAML document (profile fields, then device/model fields).
+std::string to_yaml(const EngineOptions& options);
+
+CORRIDORKEY_NAMESPACE_END

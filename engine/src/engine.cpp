@@ -1,0 +1,171 @@
+#include <corridorkey/engine.h>
+#include <corridorkey/errors.h>
+#include <corridorkey/profile.h>
+#include <corridorkey/system.h>
+
+#include "frame_tensors.h"
+#include "memory.h"
+#include "model/checkpoint.h"
+#include "model_runner.h"
+#include "postprocess.h"
+#include "random_weights.h"
+#include "torch_boundary.h"
+
+#include <chrono>
+#include <filesystem>
+
+#ifndef CK_SOURCE_CHECKPOINT_DIR
+#define CK_SOURCE_CHECKPOINT_DIR ""
+#endif
+#ifndef CK_INSTALL_CHECKPOINT_DIR
+#define CK_INSTALL_CHECKPOINT_DIR ""
+#endif
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+constexpr const char* kDefaultCheckpoint = "greenformer_tiny_random128.ts";
+}  // namespace
+
+std::string default_checkpoint() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("CORRIDORKEY_CHECKPOINT"); env && *env) return env;
+  for (const char* d : {CK_SOURCE_CHECKPOINT_DIR, CK_INSTALL_CHECKPOINT_DIR})
+    if (*d && fs::exists(fs::path(d) / kDefaultCheckpoint))
+      return (fs::path(d) / kDefaultCheckpoint).string();
+  return (fs::path(CK_SOURCE_CHECKPOINT_DIR) / kDefaultCheckpoint).string();
+}
+
+struct BaseEngine::Impl {
+  EngineOptions opt;
+  EngineInfo info;
+  torch::Device device{torch::kCPU};
+  std::unique_ptr<detail::ModelRunner> runner;
+  int64_t S = 0;
+
+  explicit Impl(const EngineOptions& o) : opt(o) {
+    validate_profile(opt, "options");
+    info.device = choose_device(opt.device, probe_devices());
+    device = torch::Device(info.device);
+    detail::install_cpu_memory_tracker();
+    detail::apply_global_switches(opt, device.is_cuda(), info.notes);
+    detail::rethrow_torch("loading the model", [&] {
+      model::GreenFormer net{nullptr};
+      if (opt.checkpoint.empty() && !opt.random_weights_arch.empty()) {
+        auto cfg = model::GreenFormerConfig::by_name(opt.random_weights_arch,
+                                                     opt.img_size ? opt.img_size : 512);
+        cfg.validate();
+        net = model::GreenFormer(cfg);
+        detail::randomize_weights(*net, opt.random_weights_seed);
+        info.checkpoint = "random:" + opt.random_weights_arch;
+      } else {
+        if (opt.checkpoint.empty()) opt.checkpoint = default_checkpoint();
+        net = model::load_green_former(opt.checkpoint, opt.img_size);
+        info.checkpoint = opt.checkpoint;
+      }
+      S = net->config().img_size;
+      info.img_size = S;
+      info.arch = net->config().arch;
+      for (const auto& p : net->parameters()) info.parameters += p.numel();
+      if (opt.token_routing)
+        throw ConfigError("token_routing is not available in this build yet (issue: token "
+                          "routing); use --no-token-routing");
+      runner = std::make_unique<detail::ModelRunner>(net, opt, device, info.notes);
+      info.compile_mode_effective = runner->effective_compile_mode();
+    });
+    info.profile = opt.profile;
+  }
+
+  detail::ModelRun infer(const torch::Tensor& x) {
+    return detail::rethrow_torch("inference on " + info.device,
+                                 [&] { return runner->run(x); });
+  }
+};
+
+BaseEngine::BaseEngine(const EngineOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+BaseEngine::~BaseEngine() = default;
+const EngineOptions& BaseEngine::options() const { return impl_->opt; }
+const EngineInfo& BaseEngine::info() const { return impl_->info; }
+
+FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint) {
+  auto& I = *impl_;
+  FrameResult res;
+  const auto t_all = Clock::now();
+  detail::PeakMemoryScope mem(I.device);
+  CK_CHECK(plate.channels >= 3, IoError, "plate: expected at least 3 channels, got ",
+           plate.channels);
+  auto t0 = Clock::now();
+  const auto x = detail::rethrow_torch("pre-processing", [&] {
+    auto p = detail::view_to_tensor(plate, 3, "plate");
+    auto h = detail::view_to_tensor(hint, 1, "hint");
+    return detail::preprocess(p, h, I.S, I.opt.input_is_linear, I.device);
+  });
+  res.timings.preprocess_ms = ms_since(t0);
+  auto run = I.infer(x);
+  const uint64_t run_peaks[3] = {run.encoder_peak, run.decoders_peak, run.refiner_peak};
+  res.timings.encoder_ms = run.timings.encoder_ms;
+  res.timings.decoders_ms = run.timings.decoders_ms;
+  res.timings.refiner_ms = run.timings.refiner_ms;
+  res.timings.model_ms = run.timings.model_ms;
+  t0 = Clock::now();
+  detail::rethrow_torch("post-processing", [&] {
+    auto a = detail::tensor_to_image(run.alpha);
+    auto f = detail::tensor_to_image(run.fg);
+    run = {};
+    res.alpha = post::resize_lanczos(a, plate.width, plate.height);
+    res.fg = post::resize_lanczos(f, plate.width, plate.height);
+  });
+  post::PostOptions po;
+  po.despeckle = I.opt.despeckle;
+  po.despeckle_size = static_cast<int>(I.opt.despeckle_size);
+  po.despill_strength = static_cast<float>(I.opt.despill_strength);
+  auto pr = post::finish(res.alpha, res.fg, po);
+  res.processed = std::move(pr.processed);
+  res.comp = std::move(pr.comp);
+  res.timings.postprocess_ms = ms_since(t0);
+  res.timings.total_ms = ms_since(t_all);
+  res.memory = mem.finish();
+  res.memory.encoder_peak = run_peaks[0];
+  res.memory.decoders_peak = run_peaks[1];
+  res.memory.refiner_peak = run_peaks[2];
+  return res;
+}
+
+BaseEngine::ModelOutput BaseEngine::run_model(const std::vector<float>& input) {
+  auto& I = *impl_;
+  const auto S = I.S;
+  CK_CHECK(static_cast<int64_t>(input.size()) == 4 * S * S, IoError, "run_model: expected 4x",
+           S, "x", S, " floats, got ", input.size());
+  ModelOutput out;
+  detail::PeakMemoryScope mem(I.device);
+  const auto x = torch::from_blob(const_cast<float*>(input.data()), {1, 4, S, S}).to(I.device);
+  auto run = I.infer(x);
+  out.timings.encoder_ms = run.timings.encoder_ms;
+  out.timings.decoders_ms = run.timings.decoders_ms;
+  out.timings.refiner_ms = run.timings.refiner_ms;
+  out.timings.model_ms = run.timings.model_ms;
+  out.memory = mem.finish();
+  out.memory.encoder_peak = run.encoder_peak;
+  out.memory.decoders_peak = run.decoders_peak;
+  out.memory.refiner_peak = run.refiner_peak;
+  auto a = run.alpha.cpu().contiguous(), f = run.fg.cpu().contiguous();
+  out.alpha.assign(a.data_ptr<float>(), a.data_ptr<float>() + a.numel());
+  out.fg.assign(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+  return out;
+}
+
+OriginalEngine::OriginalEngine(const EngineOptions& o) : BaseEngine(o) {}
+OriginalEngine::OriginalEngine() : BaseEngine(load_profile("original")) {}
+OptimizedEngine::OptimizedEngine(const EngineOptions& o) : BaseEngine(o) {}
+OptimizedEngine::OptimizedEngine() : BaseEngine(load_profile("optimized")) {}
+
+std::unique_ptr<BaseEngine> create_engine(const EngineOptions& o) {
+  if (o.profile == "original") return std::make_unique<OriginalEngine>(o);
+  return std::make_unique<OptimizedEngine>(o);
+}
+
+CORRIDORKEY_NAMESPACE_END

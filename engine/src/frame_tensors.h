@@ -1,0 +1,26 @@
+// Conversions between plain images and tensors, and the model-side pre-processing.
+#pragma once
+
+#include <corridorkey/image.h>
+
+#include <torch/types.h>
+
+namespace corridorkey::detail {
+
+/// HWC float32 tensor on CPU holding the first `max_channels` channels of the view, scaled
+/// to 0..1 for integer types. Throws IoError for malformed views (naming `what`).
+torch::Tensor view_to_tensor(const ImageView& view, int max_channels, const char* what);
+
+/// Reference pre-processing: plate [H,W,3] + hint [h,w,1] (CPU float) -> [1,4,S,S] on
+/// `device`: bilinear + antialias resize to S x S (aspect squashed), linear -> sRGB after
+/// the resize when input_is_linear, ImageNet normalisation of rgb; hint stays raw.
+torch::Tensor preprocess(const torch::Tensor& plate, const torch::Tensor& hint, int64_t size,
+                         bool input_is_linear, const torch::Device& device);
+
+/// [C,H,W] or [1,C,H,W] tensor (any device / dtype) -> owned HWC float Image.
+Image tensor_to_image(const torch::Tensor& chw);
+
+torch::Tensor linear_to_srgb(const torch::Tensor& x);
+torch::Tensor srgb_to_linear(const torch::Tensor& x);
+
+}  // namespace corridorkey::detail

@@ -1,0 +1,54 @@
+// Runs the GreenFormer forward under an EngineOptions profile: precision / autocast,
+// flash attention, tiled refiner, cache clearing between stages, and the compile modes
+// (eager, CUDA graph replay, AOTInductor package).
+#pragma once
+
+#include <corridorkey/engine.h>
+
+#include "model/green_former.h"
+
+#include <memory>
+
+namespace corridorkey::detail {
+
+struct ModelRun {
+  torch::Tensor alpha, fg;  // [1,1,S,S], [1,3,S,S] float32 on the model's device
+  StageTimings timings;     // encoder / decoders / refiner / model (eager runs only)
+  uint64_t encoder_peak = 0, decoders_peak = 0, refiner_peak = 0;  // bytes, eager only
+};
+
+class ModelRunner {
+ public:
+  /// Resolves options against the device; `notes` gets one line per option that cannot
+  /// apply as asked (also logged to stderr once).
+  ModelRunner(model::GreenFormer net, const EngineOptions& options, torch::Device device,
+              std::string& notes);
+  ~ModelRunner();
+
+  /// x: [1,4,S,S] float32 on the device.
+  ModelRun run(const torch::Tensor& x);
+  std::string effective_compile_mode() const;
+  torch::ScalarType weight_dtype() const { return weight_dtype_; }
+
+ private:
+  ModelRun eager(const torch::Tensor& x, bool timed);
+  struct Graph;
+
+  model::GreenFormer net_;
+  EngineOptions opt_;
+  torch::Device device_;
+  torch::ScalarType weight_dtype_ = torch::kFloat;
+  bool autocast_ = false;
+  torch::ScalarType autocast_dtype_ = torch::kBFloat16;
+  enum class Exec { Eager, CudaGraph, Aoti } exec_ = Exec::Eager;
+  std::unique_ptr<Graph> graph_;
+  struct Aoti;
+  std::unique_ptr<Aoti> aoti_;
+};
+
+/// Applies cudnn.benchmark and TF32 once per process (they are process-global in
+/// LibTorch); a later CUDA engine asking for different values gets a note instead (they
+/// do nothing on CPU / MPS).
+void apply_global_switches(const EngineOptions& options, bool uses_cuda, std::string& notes);
+
+}  // namespace corridorkey::detail

@@ -1,0 +1,45 @@
+// Post-processing with the reference CPU path's exact semantics (OpenCV), on plain float
+// images. Formulas: ../shared/reference/pipeline.md; constants below are the reference's.
+#pragma once
+
+#include <corridorkey/image.h>
+
+namespace corridorkey::post {
+
+constexpr int kCheckerSize = 128;
+constexpr float kCheckerDark = 0.15f, kCheckerLight = 0.55f;  // sRGB
+constexpr int kDespeckleDilation = 25;   // 51x51 ellipse
+constexpr int kDespeckleBlur = 5;        // 11x11 Gaussian, sigma from OpenCV's rule (2.0)
+
+float srgb_to_linear(float x);
+float linear_to_srgb(float x);
+
+/// Lanczos-4 resize (cv::INTER_LANCZOS4, may overshoot like the reference: not clamped).
+Image resize_lanczos(const Image& src, int width, int height);
+
+/// Keeps connected components (8-connectivity) of alpha > 0.5 with area >= min_area,
+/// dilates them with a 51x51 ellipse, blurs the uint8 mask 11x11, returns alpha * mask/255.
+Image despeckle(const Image& alpha, int min_area);
+
+/// "average" despill on sRGB straight fg, blended by strength 0..1.
+Image despill(const Image& fg, float strength);
+
+/// [fg_lin * a, a]: linear premultiplied RGBA from sRGB straight fg and alpha.
+Image premultiply_linear(const Image& fg_srgb, const Image& alpha);
+
+/// sRGB composite over the 128 px checkerboard (0.15 / 0.55 sRGB), blended in linear light.
+Image checker_comp(const Image& fg_srgb, const Image& alpha);
+
+struct PostOptions {
+  bool despeckle = true;
+  int despeckle_size = 400;
+  float despill_strength = 0.5f;
+};
+
+struct PostResult {
+  Image processed, comp;
+};
+/// alpha [H,W,1] and fg [H,W,3] already at plate resolution (raw model outputs).
+PostResult finish(const Image& alpha, const Image& fg, const PostOptions& options);
+
+}  // namespace corridorkey::post

@@ -1,0 +1,48 @@
+// A host application's view of the engine: only the public headers, compiled as C++17
+// WITHOUT LibTorch's include paths (see tests/CMakeLists.txt). Keys one synthetic frame
+// from memory with the bundled checkpoint and checks what it gets back.
+#include <corridorkey/engine.h>
+#include <corridorkey/errors.h>
+#include <corridorkey/profile.h>
+#include <corridorkey/system.h>
+#include <corridorkey/version.h>
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#if __cplusplus != 201703L
+#error "the public headers must be usable from C++17"
+#endif
+
+int main() {
+  try {
+    auto options = corridorkey::load_profile("original");
+    options.device = "cpu";  // checkpoint left empty: the bundled default
+    corridorkey::OriginalEngine engine(options);
+
+    const int w = 160, h = 90;
+    std::vector<float> plate(static_cast<size_t>(w) * h * 3), hint(static_cast<size_t>(w) * h);
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const bool fg = (x - 80) * (x - 80) + (y - 45) * (y - 45) < 30 * 30;
+        float* p = &plate[(static_cast<size_t>(y) * w + x) * 3];
+        p[0] = fg ? 0.8f : 0.1f;
+        p[1] = fg ? 0.5f : 0.9f;
+        p[2] = fg ? 0.3f : 0.1f;
+        hint[static_cast<size_t>(y) * w + x] = fg ? 1.f : 0.f;
+      }
+    const auto r = engine.process_frame(corridorkey::ImageView::f32(plate.data(), w, h, 3),
+                                        corridorkey::ImageView::f32(hint.data(), w, h, 1));
+    bool ok = r.alpha.width == w && r.alpha.height == h && r.processed.channels == 4 &&
+              r.comp.channels == 3 && r.fg.channels == 3;
+    for (float a : r.alpha.pixels) ok = ok && std::isfinite(a) && a > -0.1f && a < 1.1f;
+    std::printf("corridorkey %s: keyed %dx%d on %s with %s in %.1f ms: %s\n",
+                corridorkey::version_string(), w, h, engine.info().device.c_str(),
+                engine.info().checkpoint.c_str(), r.timings.total_ms, ok ? "ok" : "WRONG");
+    return ok ? 0 : 1;
+  } catch (const corridorkey::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+}

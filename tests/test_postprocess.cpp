@@ -1,0 +1,89 @@
+// Post-processing formulas with known values (pipeline.md).
+#include "../engine/src/postprocess.h"
+
+#include <catch2/catch.hpp>
+
+using namespace corridorkey;
+namespace post = corridorkey::post;
+
+namespace {
+Image filled(int w, int h, std::vector<float> px) {
+  Image im;
+  im.width = w;
+  im.height = h;
+  im.channels = static_cast<int>(px.size());
+  for (int i = 0; i < w * h; ++i) im.pixels.insert(im.pixels.end(), px.begin(), px.end());
+  return im;
+}
+}  // namespace
+
+TEST_CASE("comp and processed known values", "[unit]") {
+  const auto alpha = filled(4, 4, {0.8f});
+  const auto fg = filled(4, 4, {0.6f, 0.6f, 0.6f});
+  const auto comp = post::checker_comp(fg, alpha);
+  CHECK(comp.at(0, 0, 0) == Approx(0.545655).margin(1e-5));  // first (dark) checker square
+  const auto proc = post::premultiply_linear(fg, alpha);
+  CHECK(proc.at(1, 1, 0) == Approx(post::srgb_to_linear(0.6f) * 0.8f).margin(1e-7));
+  CHECK(proc.at(1, 1, 3) == 0.8f);
+  // Light square starts at x = 128.
+  const auto wide = post::checker_comp(filled(130, 1, {0.6f, 0.6f, 0.6f}), filled(130, 1, {0.0f}));
+  CHECK(wide.at(0, 0, 0) == Approx(0.15).margin(1e-6));
+  CHECK(wide.at(129, 0, 0) == Approx(0.55).margin(1e-6));
+}
+
+TEST_CASE("transfer functions", "[unit]") {
+  CHECK(post::srgb_to_linear(0.04045f) == Approx(0.04045 / 12.92));
+  CHECK(post::linear_to_srgb(post::srgb_to_linear(0.7f)) == Approx(0.7f).margin(1e-6));
+  CHECK(post::linear_to_srgb(-1.f) == 0.f);  // clamped
+}
+
+TEST_CASE("despill average mode", "[unit]") {
+  auto g = post::despill(filled(1, 1, {0.f, 1.f, 0.f}), 1.f);
+  CHECK(g.pixels[1] == Approx(0.f));
+  CHECK(g.pixels[0] == Approx(0.5f));
+  auto m = post::despill(filled(1, 1, {0.4f, 0.8f, 0.2f}), 1.f);
+  CHECK(m.pixels[1] == Approx(0.3f));
+  CHECK(m.pixels[0] == Approx(0.65f));
+  CHECK(m.pixels[2] == Approx(0.45f));
+  auto half = post::despill(filled(1, 1, {0.4f, 0.8f, 0.2f}), 0.5f);
+  CHECK(half.pixels[1] == Approx(0.55f));
+  auto none = post::despill(filled(1, 1, {0.9f, 0.5f, 0.1f}), 1.f);  // G below (R+B)/2: untouched
+  CHECK(none.pixels == std::vector<float>{0.9f, 0.5f, 0.1f});
+}
+
+TEST_CASE("despeckle removes small blobs, keeps large ones", "[unit]") {
+  Image a = filled(200, 120, {0.f});
+  auto set = [&](int x0, int y0, int w, int h, float v) {
+    for (int y = y0; y < y0 + h; ++y)
+      for (int x = x0; x < x0 + w; ++x) a.pixels[y * 200 + x] = v;
+  };
+  set(10, 10, 30, 30, 1.f);   // 900 px: kept
+  set(150, 60, 10, 10, 1.f);  // 100 px: removed
+  set(100, 100, 19, 21, 0.9f); // 399 px: removed (area >= 400 is kept)
+  const auto c = post::despeckle(a, 400);
+  CHECK(c.pixels[25 * 200 + 25] == Approx(1.f));
+  CHECK(c.pixels[65 * 200 + 155] == 0.f);
+  CHECK(c.pixels[110 * 200 + 110] == 0.f);
+  // Diagonal touching pixels are one component (8-connectivity): 20x20 + 20x20 = 800.
+  Image d = filled(100, 100, {0.f});
+  for (int y = 0; y < 20; ++y)
+    for (int x = 0; x < 20; ++x) {
+      d.pixels[y * 100 + x] = 1.f;
+      d.pixels[(y + 20) * 100 + x + 20] = 1.f;
+    }
+  const auto dc = post::despeckle(d, 600);
+  CHECK(dc.pixels[30 * 100 + 30] == Approx(1.f));
+  // The 51x51 dilation keeps soft alpha near a kept blob: 20 px away is still inside.
+  Image s = filled(200, 200, {0.f});
+  for (int y = 80; y < 120; ++y)
+    for (int x = 80; x < 120; ++x) s.pixels[y * 200 + x] = 1.f;
+  s.pixels[100 * 200 + 135] = 0.3f;  // 15 px right of the blob edge: below 0.5, not a component
+  const auto sc = post::despeckle(s, 400);
+  CHECK(sc.pixels[100 * 200 + 135] == Approx(0.3f));
+}
+
+TEST_CASE("Lanczos-4 resize keeps constants and size", "[unit]") {
+  const auto r = post::resize_lanczos(filled(16, 16, {0.25f, 0.5f, 0.75f}), 40, 24);
+  CHECK((r.width == 40 && r.height == 24 && r.channels == 3));
+  CHECK(r.at(39, 23, 2) == Approx(0.75f).margin(1e-5));
+}

@@ -1,0 +1,90 @@
+#include <corridorkey/errors.h>
+#include <corridorkey/profile.h>
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "support.h"
+
+using namespace corridorkey;
+using Catch::Matchers::Contains;
+
+TEST_CASE("bundled profiles load with the seed's table", "[unit]") {
+  const auto o = load_profile("original");
+  CHECK_FALSE(o.flash_attention);
+  CHECK_FALSE(o.tiled_refiner);
+  CHECK(o.model_precision == Precision::Float32);
+  const auto opt = load_profile("optimized");
+  CHECK(opt.flash_attention);
+  CHECK(opt.tiled_refiner);
+  CHECK(opt.disable_cudnn_benchmark);
+  CHECK(opt.cache_clearing);
+  CHECK(opt.model_precision == Precision::Float16);
+  CHECK(opt.tile_size == 256);
+  CHECK(opt.tile_overlap == 128);
+  const auto perf = load_profile("performance");
+  CHECK(perf.compile_mode == CompileMode::MaxAutotune);
+  CHECK_FALSE(perf.tiled_refiner);
+  CHECK(perf.dma_buffers == 6);
+  const auto exp = load_profile("experimental");
+  CHECK(exp.token_routing);
+  CHECK(exp.compile_mode == CompileMode::Default);
+  CHECK(exp.profile == "experimental");
+}
+
+TEST_CASE("profile errors name the file, key, value and what is allowed", "[unit]") {
+  EngineOptions o;
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "flash_attention: true\nflash_atention: true\n", "p.yaml"),
+                    Contains("p.yaml:2") && Contains("unknown key 'flash_atention'") &&
+                        Contains("flash_attention"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "tile_size: big\n", "p.yaml"),
+                    Contains("key 'tile_size'") && Contains("'big'") && Contains("multiple of 8"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "tile_size: 100\n", "p.yaml"), Contains("'100'"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "tile_size: 256\ntile_overlap: 256\n", "p.yaml"),
+                    Contains("tile_overlap") && Contains("smaller than tile_size 256"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "dma_buffers: 9\n", "p.yaml"), Contains("2..8"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "flash_attention: maybe\n", "p.yaml"),
+                    Contains("true or false"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "compile_mode: turbo\n", "p.yaml"),
+                    Contains("none, default, reduce-overhead, max-autotune"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "model_precision: fp8\n", "p.yaml"),
+                    Contains("float32, float16, bfloat16"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "edge_threshold_low: 0.9\nedge_threshold_high: 0.5\n", "p.yaml"),
+                    Contains("edge_threshold_low"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "tile_size: [1, 2]\n", "p.yaml"),
+                    Contains("expected a single value"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "a: [unclosed\n", "p.yaml"), Contains("not valid YAML"));
+  CHECK_THROWS_AS(apply_profile_yaml(o, "tile_size: 100\n", "p.yaml"), ConfigError);
+  CHECK_THROWS_WITH(load_profile("fastest"), Contains("unknown profile 'fastest'"));
+  CHECK_THROWS_WITH(load_profile("/nonexistent/p.yaml"), Contains("/nonexistent/p.yaml"));
+}
+
+TEST_CASE("overrides win over the profile; profile files by path", "[unit]") {
+  auto o = load_profile("optimized");
+  set_profile_field(o, "tile-size", "256");
+  set_profile_field(o, "flash_attention", "false");
+  set_profile_field(o, "model_precision", "bf16");
+  CHECK(o.tile_size == 256);
+  CHECK_FALSE(o.flash_attention);
+  CHECK(o.model_precision == Precision::BFloat16);
+  CHECK(o.tiled_refiner);  // untouched fields keep the profile's value
+  CHECK_THROWS_WITH(set_profile_field(o, "warp_speed", "9", "--warp-speed"),
+                    Contains("--warp-speed") && Contains("unknown key"));
+
+  const auto dir = ck_test::temp_dir("profiles");
+  const auto path = (dir / "mine.yaml").string();
+  std::ofstream(path) << "# a user profile\ntiled_refiner: true\ntile_size: 384\n";
+  const auto m = load_profile(path);
+  CHECK(m.tiled_refiner);
+  CHECK(m.tile_size == 384);
+  CHECK_FALSE(m.flash_attention);  // defaults for what the file does not set
+  CHECK(m.profile == "mine");
+  // Round trip: the printed profile fields parse back to the same options.
+  EngineOptions back;
+  std::string yaml;
+  for (const auto& [k, v] : profile_fields(m)) yaml += k + ": " + v + "\n";
+  apply_profile_yaml(back, yaml, "roundtrip");
+  CHECK(profile_fields(back) == profile_fields(m));
+  std::filesystem::remove_all(dir);
+}
