@@ -41,6 +41,11 @@ inline double max_abs(const torch::Tensor& a) {
   return a.to(torch::kFloat).abs().max().item<double>();
 }
 
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
 /// A fresh empty folder under the system temp dir.
 inline std::filesystem::path temp_dir(const std::string& tag) {
   auto p = std::filesystem::temp_directory_path() /

@@ -2,6 +2,7 @@
 #include "profile_args.h"
 
 #include <corridorkey/bench.h>
+#include <corridorkey/errors.h>
 
 #include <nlohmann/json.hpp>
 
@@ -26,7 +27,7 @@ void add_bench(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   b->random_arch = "hiera_base_plus";
   cmd->add_option("--img-size", b->img_size, "model resolution (multiple of 32)")->capture_default_str();
-  cmd->add_option("--profile", *profiles, "profile to run (repeat; the first is the reference)")
+  cmd->add_option("--profile", *profiles, "profile to run, NAME or NAME:field=value[,...] (repeat; the first is the reference)")
       ->take_all();
   cmd->add_option("--frames", b->frames, "timed frames per profile")->capture_default_str();
   cmd->add_option("--warmup", b->warmup, "untimed frames first")->capture_default_str();
@@ -45,13 +46,43 @@ void add_bench(CLI::App& app, int& exit_code) {
          "field=value override for every profile (repeatable), e.g. --set tiled_refiner=false");
   cmd->add_flag("--refiner-only", b->refiner_only,
                 "time the refiner stage alone: untiled vs exact tiled (tile_size of the first profile)");
+  cmd->add_flag("--pipeline", b->pipeline,
+                "end to end: generate an EXR clip (--clip-frames of --clip-size) and key it with the first profile");
+  cmd->add_option("--clip-frames", b->pipeline_frames, "frames of the --pipeline clip")->capture_default_str();
+  auto clip_size = std::make_shared<std::string>("3840x2160");
+  cmd->add_option("--clip-size", *clip_size, "WxH of the --pipeline clip")->capture_default_str();
+  cmd->add_option("--read-workers", b->read_workers, "--pipeline reader threads")->capture_default_str();
+  cmd->add_option("--write-workers", b->write_workers, "--pipeline writer threads")->capture_default_str();
   cmd->add_flag("--json", *json, "one JSON object per profile (NDJSON)");
-  cmd->callback([b, random, json, profiles, &exit_code] {
-    if (!*random && b->checkpoint.empty()) b->checkpoint = "";
+  cmd->callback([b, random, json, profiles, clip_size, &exit_code] {
     if (!*random) b->random_arch.clear();
     if (!profiles->empty()) b->profiles = *profiles;
+    if (b->pipeline) {
+      if (std::sscanf(clip_size->c_str(), "%dx%d", &b->pipeline_width, &b->pipeline_height) != 2)
+        throw ConfigError("--clip-size: invalid value '" + *clip_size + "' (expected WxH, e.g. 3840x2160)");
+      const auto r = run_pipeline_bench(*b);
+      if (*json) {
+        std::cout << nlohmann::json{{"frames", r.frames}, {"wall_ms", r.wall_ms}, {"fps", r.fps},
+                                    {"read_ms", r.read_ms}, {"preprocess_ms", r.preprocess_ms},
+                                    {"infer_ms", r.infer_ms}, {"postprocess_ms", r.postprocess_ms},
+                                    {"write_ms", r.write_ms}, {"wall_over_infer", r.wall_over_infer}}
+                         .dump()
+                  << std::endl;
+      } else {
+        const double n = std::max(1, r.frames);
+        std::printf("pipeline: %d frames %s, profile %s, img_size %lld\n", r.frames, clip_size->c_str(),
+                    b->profiles.front().c_str(), static_cast<long long>(b->img_size));
+        std::printf("wall %.1f s, %.3f frames/s; wall / summed inference = %.3f\n", r.wall_ms / 1000,
+                    r.fps, r.wall_over_infer);
+        std::printf("per frame (stages overlap): read %.0f ms, preprocess %.0f ms, infer %.0f ms, "
+                    "postprocess %.0f ms, write %.0f ms\n",
+                    r.read_ms / n, r.preprocess_ms / n, r.infer_ms / n, r.postprocess_ms / n, r.write_ms / n);
+      }
+      exit_code = kOk;
+      return;
+    }
     if (!*json)
-      std::printf("%-18s %-10s %-9s %10s %9s %9s %9s %9s %9s %11s %11s %10s %10s\n", "profile",
+      std::printf("%-30s %-10s %-9s %10s %9s %9s %9s %9s %9s %11s %11s %10s %10s\n", "profile",
                   "precision", "device", "median_ms", "min_ms", "max_ms", "enc_ms", "dec_ms",
                   "ref_ms", "host_MiB", "rss_MiB", "alpha_diff", "fg_diff");
     run_bench(*b, [&](const BenchRow& r) {
@@ -73,16 +104,16 @@ void add_bench(CLI::App& app, int& exit_code) {
                          {"alpha_max_diff", r.alpha_max_diff}, {"fg_max_diff", r.fg_max_diff}};
         std::cout << j.dump() << std::endl;
       } else {
-        std::printf("%-18s %-10s %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %10.2e %10.2e\n",
+        std::printf("%-30s %-10s %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %10.2e %10.2e\n",
                     r.profile.c_str(), r.precision.c_str(), r.info.device.c_str(), r.median_ms,
                     r.min_ms, r.max_ms, r.median_stages.encoder_ms, r.median_stages.decoders_ms,
                     r.median_stages.refiner_ms, mib(r.peak.host_peak_allocated),
                     mib(r.peak.host_peak_rss_growth), r.alpha_max_diff, r.fg_max_diff);
         if (r.peak.encoder_peak + r.peak.refiner_peak)
-          std::printf("%-18s stage peaks: encoder %.1f MiB, decoders %.1f MiB, refiner %.1f MiB\n", "",
+          std::printf("%-30s stage peaks: encoder %.1f MiB, decoders %.1f MiB, refiner %.1f MiB\n", "",
                       mib(r.peak.encoder_peak), mib(r.peak.decoders_peak), mib(r.peak.refiner_peak));
         if (r.peak.device_peak_reserved)
-          std::printf("%-18s device peak allocated %.1f MiB, reserved %.1f MiB\n", "",
+          std::printf("%-30s device peak allocated %.1f MiB, reserved %.1f MiB\n", "",
                       mib(r.peak.device_peak_allocated), mib(r.peak.device_peak_reserved));
         std::fflush(stdout);
       }

@@ -13,11 +13,13 @@ enum Exit : int {
   kInput = 3,        // unreadable or invalid input files
   kModel = 4,        // checkpoint or device problem
   kPartial = 5,      // some frames failed (--on-error skip)
+  kInterrupted = 130, // SIGINT / SIGTERM: frames in flight finished, nothing partial left
 };
 
 void add_info(CLI::App& app, int& exit_code);
 void add_verify(CLI::App& app, int& exit_code);
 void add_profiles(CLI::App& app, int& exit_code);
 void add_bench(CLI::App& app, int& exit_code);
+void add_inference(CLI::App& app, int& exit_code);
 
 }  // namespace corridorkey::cli

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <sstream>
 
 CORRIDORKEY_NAMESPACE_BEGIN
 namespace {
@@ -32,9 +33,21 @@ double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-EngineOptions options_for(const BenchOptions& b, const std::string& profile) {
-  auto o = load_profile(profile);
+/// "NAME" or "NAME:field=value[,field=value]" (per-profile overrides, applied after the
+/// global ones), e.g. "optimized:model_precision=bfloat16".
+EngineOptions options_for(const BenchOptions& b, const std::string& spec) {
+  const auto colon = spec.find(':');
+  auto o = load_profile(spec.substr(0, colon));
   for (const auto& [k, v] : b.overrides) set_profile_field(o, k, v);
+  if (colon != std::string::npos) {
+    std::stringstream ss(spec.substr(colon + 1));
+    for (std::string kv; std::getline(ss, kv, ',');) {
+      const auto eq = kv.find('=');
+      CK_CHECK(eq != std::string::npos, ConfigError, "--profile '", spec,
+               "': expected NAME:field=value[,field=value]");
+      set_profile_field(o, kv.substr(0, eq), kv.substr(eq + 1), "--profile " + spec);
+    }
+  }
   validate_profile(o, "bench overrides");
   o.checkpoint = b.checkpoint;
   o.random_weights_arch = b.checkpoint.empty() ? b.random_arch : "";

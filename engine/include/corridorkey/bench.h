@@ -25,7 +25,23 @@ struct BenchOptions {
   int warmup = 1;
   uint64_t seed = 0;
   bool refiner_only = false;           // time the refiner stage alone (untiled vs tiled)
+  /// End to end: generate a clip of `pipeline_frames` EXR plates (+ PNG hints) of
+  /// pipeline_width x pipeline_height in a temp folder and key it with the first profile.
+  bool pipeline = false;
+  int pipeline_frames = 8, pipeline_width = 3840, pipeline_height = 2160;
+  int read_workers = 2, write_workers = 2;
 };
+
+struct PipelineBenchResult {
+  int frames = 0;
+  double wall_ms = 0, fps = 0;
+  double read_ms = 0, preprocess_ms = 0, infer_ms = 0, postprocess_ms = 0, write_ms = 0;  // sums
+  double wall_over_infer = 0;  // wall time / summed inference time (1.0 = I/O fully hidden)
+  std::string clip_dir;
+};
+
+/// Writes the synthetic clip, runs the pipeline, removes the clip.
+PipelineBenchResult run_pipeline_bench(const BenchOptions& options);
 
 struct BenchRow {
   std::string profile;

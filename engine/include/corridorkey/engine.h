@@ -26,6 +26,8 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
+struct EngineAccess;  // internal: the clip pipeline drives the engine's stages separately
+
 /// Milliseconds per stage of one process_frame() call.
 struct StageTimings {
   double preprocess_ms = 0, encoder_ms = 0, decoders_ms = 0, refiner_ms = 0, model_ms = 0,
@@ -88,6 +90,7 @@ class BaseEngine {
   explicit BaseEngine(const EngineOptions& options);
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  friend struct EngineAccess;
 };
 
 /// The reference behaviour: defaults to the "original" profile (every optimization off).

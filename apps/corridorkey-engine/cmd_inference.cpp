@@ -1,0 +1,170 @@
+#include "commands.h"
+#include "profile_args.h"
+
+#include <corridorkey/errors.h>
+#include <corridorkey/pipeline.h>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace corridorkey::cli {
+namespace {
+
+std::atomic<bool> g_cancel{false};
+extern "C" void on_signal(int) { g_cancel = true; }  // async-signal-safe: one atomic store
+
+nlohmann::json event_json(const PipelineEvent& e) {
+  nlohmann::json j{{"event", to_string(e.kind)}};
+  if (!e.clip.empty()) j["clip"] = e.clip;
+  if (!e.frame.empty()) j["frame"] = e.frame;
+  if (!e.file.empty()) j["file"] = e.file;
+  if (!e.message.empty()) j["message"] = e.message;
+  j["done"] = e.frames_done;
+  j["total"] = e.frames_total;
+  if (e.kind == PipelineEvent::Kind::FrameDone)
+    j["timings_ms"] = {{"read", e.read_ms}, {"preprocess", e.preprocess_ms}, {"infer", e.infer_ms},
+                       {"postprocess", e.postprocess_ms}, {"write", e.write_ms}};
+  return j;
+}
+
+std::string hms(double s) {
+  const int t = static_cast<int>(s + 0.5);
+  char b[32];
+  std::snprintf(b, sizeof b, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+  return b;
+}
+
+}  // namespace
+
+void add_inference(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("inference", "Key clips end to end: FG, Matte, Processed, Comp");
+  auto job = std::make_shared<InferenceOptions>();
+  auto args = add_profile_args(cmd, "optimized");
+  auto json = std::make_shared<bool>(false);
+  auto quiet = std::make_shared<bool>(false);
+  auto outputs = std::make_shared<std::string>("fg,matte,comp,processed");
+  auto on_error = std::make_shared<std::string>("stop");
+  auto despill = std::make_shared<double>(5.0);
+  auto despeckle_size = std::make_shared<int64_t>(400);
+  auto refiner = std::make_shared<double>(1.0);
+  auto despeckle = std::make_shared<int>(-1);  // -1 unset, 0 off, 1 on
+  auto color = std::make_shared<int>(0);       // 0 auto, 1 linear, 2 srgb
+
+  cmd->add_option("paths", job->paths, "clip folder(s) or folder(s) of clips")->required();
+  auto* lin = cmd->add_flag_callback("--linear", [color] { *color = 1; },
+                                     "plates are scene-linear (converted to sRGB after the resize)");
+  auto* srgb = cmd->add_flag_callback("--srgb", [color] { *color = 2; },
+                                      "plates are sRGB (default: EXR linear, other formats sRGB)");
+  lin->excludes(srgb);
+  cmd->add_option("--despill", *despill, "green despill strength 0..10 (5 = 0.5)")
+      ->check(CLI::Range(0.0, 10.0))->capture_default_str();
+  auto* ds = cmd->add_flag_callback("--despeckle", [despeckle] { *despeckle = 1; },
+                                    "remove small matte islands (default on)");
+  auto* nds = cmd->add_flag_callback("--no-despeckle", [despeckle] { *despeckle = 0; },
+                                     "keep the raw matte islands in Processed/Comp");
+  ds->excludes(nds);
+  cmd->add_option("--despeckle-size", *despeckle_size, "minimum island area in pixels")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--refiner-scale,--refiner", *refiner, "multiplier of the refiner's correction")
+      ->capture_default_str();
+  cmd->add_option("--outputs", *outputs, "comma-separated subset of fg,matte,comp,processed")
+      ->capture_default_str();
+  cmd->add_option("--exr-compression", job->exr_compression,
+                  "zip | zips | piz | pxr24 | dwaa | dwab | rle | none")->capture_default_str();
+  cmd->add_option("--comp-format", job->comp_format, "png | exr")->capture_default_str();
+  cmd->add_option("--frames", job->frames, "frame ranges A-B[,C-D], 1-based inclusive");
+  cmd->add_flag("--skip-existing", job->skip_existing,
+                "skip frames whose selected outputs all exist and read back");
+  cmd->add_option("--on-error", *on_error, "stop | skip")->capture_default_str();
+  cmd->add_flag("--allow-mismatch", job->allow_mismatch,
+                "plate/hint frame counts differ: key the shorter length, with a warning");
+  cmd->add_option("--read-workers", job->read_workers, "decode + pre-process threads")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--write-workers", job->write_workers, "post-process + encode threads")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_flag("--json", *json, "NDJSON events on stdout");
+  cmd->add_flag("--quiet", *quiet, "no progress bar or summary");
+
+  cmd->callback([=, &exit_code] {
+    auto eo = args->resolve();
+    eo.despill_strength = *despill / 10.0;
+    eo.despeckle_size = *despeckle_size;
+    eo.refiner_scale = *refiner;
+    if (*despeckle >= 0) eo.despeckle = *despeckle == 1;
+    job->color = *color == 1 ? ColorSpace::Linear : *color == 2 ? ColorSpace::Srgb : ColorSpace::Auto;
+    CK_CHECK(*on_error == "stop" || *on_error == "skip", ConfigError, "--on-error: invalid value '",
+             *on_error, "' (expected stop or skip)");
+    job->on_error = *on_error == "stop" ? OnError::Stop : OnError::Skip;
+    job->fg = job->matte = job->comp = job->processed = false;
+    std::stringstream ss(*outputs);
+    for (std::string o; std::getline(ss, o, ',');) {
+      if (o == "fg") job->fg = true;
+      else if (o == "matte") job->matte = true;
+      else if (o == "comp") job->comp = true;
+      else if (o == "processed") job->processed = true;
+      else throw ConfigError("--outputs: unknown output '" + o + "' (expected fg, matte, comp, processed)");
+    }
+    job->cancel = &g_cancel;
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+
+    const bool bar = !*json && !*quiet && isatty(STDERR_FILENO);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto on_event = [&](const PipelineEvent& e) {
+      if (*json) {
+        std::cout << event_json(e).dump() << std::endl;
+        return;
+      }
+      if (e.kind == PipelineEvent::Kind::Warning || e.kind == PipelineEvent::Kind::FrameFailed) {
+        if (bar) std::fprintf(stderr, "\r\033[K");
+        std::fprintf(stderr, "%s: %s\n", e.kind == PipelineEvent::Kind::Warning ? "warning" : "error",
+                     e.message.c_str());
+      }
+      if (bar && (e.kind == PipelineEvent::Kind::FrameDone || e.kind == PipelineEvent::Kind::FrameFailed)) {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double fps = e.frames_done / std::max(s, 1e-9);
+        const double eta = fps > 0 ? (e.frames_total - e.frames_done) / fps : 0;
+        std::fprintf(stderr, "\r\033[K%s %d/%d frames  %.2f fps  ETA %s", e.clip.c_str(),
+                     e.frames_done, e.frames_total, fps, hms(eta).c_str());
+      }
+    };
+    const auto sum = run_inference(eo, *job, on_event);
+    if (bar) std::fprintf(stderr, "\n");
+    if (*json) {
+      nlohmann::json j{{"event", "summary"}, {"clips", sum.clips}, {"frames_total", sum.frames_total},
+                       {"frames_done", sum.frames_done}, {"frames_skipped", sum.frames_skipped},
+                       {"frames_failed", sum.frames_failed}, {"failures", sum.failures},
+                       {"interrupted", sum.interrupted}, {"wall_ms", sum.wall_ms},
+                       {"device", sum.engine.device}, {"checkpoint", sum.engine.checkpoint},
+                       {"stage_ms", {{"read", sum.read_ms}, {"preprocess", sum.preprocess_ms},
+                                     {"infer", sum.infer_ms}, {"postprocess", sum.postprocess_ms},
+                                     {"write", sum.write_ms}}}};
+      std::cout << j.dump() << std::endl;
+    } else if (!*quiet) {
+      const double n = std::max(1, sum.frames_done);
+      std::fprintf(stderr,
+                   "keyed %d/%d frames (%d skipped, %d failed) of %d clip(s) in %.1f s on %s (%.2f fps)\n"
+                   "per frame: read %.0f ms, preprocess %.0f ms, infer %.0f ms, postprocess %.0f ms, "
+                   "write %.0f ms (stages overlap)\n",
+                   sum.frames_done, sum.frames_total, sum.frames_skipped, sum.frames_failed, sum.clips,
+                   sum.wall_ms / 1000, sum.engine.device.c_str(),
+                   sum.frames_done / std::max(sum.wall_ms / 1000, 1e-9), sum.read_ms / n,
+                   sum.preprocess_ms / n, sum.infer_ms / n, sum.postprocess_ms / n, sum.write_ms / n);
+      for (const auto& f : sum.failures) std::fprintf(stderr, "failed: %s\n", f.c_str());
+      for (const auto& p : job->paths) std::fprintf(stderr, "outputs under %s/**/Output/\n", p.c_str());
+    }
+    exit_code = sum.interrupted          ? kInterrupted
+                : sum.frames_failed == 0 ? kOk
+                : job->on_error == OnError::Skip ? kPartial
+                                                 : kInput;
+  });
+}
+
+}  // namespace corridorkey::cli

@@ -1,0 +1,71 @@
+// Keying clips end to end: discovery, overlapped read -> infer -> write, outputs on disk.
+//
+//   corridorkey::InferenceOptions job;
+//   job.paths = {"/shots/sh010"};
+//   auto summary = corridorkey::run_inference(corridorkey::load_profile("optimized"), job,
+//                                             [](const corridorkey::PipelineEvent& e) {...});
+//
+// Threads: `read_workers` decode + pre-process, one inference thread drives the engine,
+// `write_workers` post-process + encode. Queues between them are bounded, so memory stays
+// flat however long the clip. Every file is written to a temporary name in its folder and
+// renamed when complete: an interrupted run never leaves a partial file.
+#pragma once
+
+#include <corridorkey/engine.h>
+#include <corridorkey/options.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+enum class OnError { Stop, Skip };
+enum class ColorSpace { Auto, Linear, Srgb };  // Auto: EXR plates linear, others sRGB
+
+struct InferenceOptions {
+  std::vector<std::string> paths;  // clip folders, clips roots, or both
+  bool fg = true, matte = true, comp = true, processed = true;  // --outputs
+  std::string exr_compression = "pxr24";
+  std::string comp_format = "png";   // png | exr
+  std::string frames;                // "A-B[,C-D]", 1-based inclusive; empty = all
+  bool skip_existing = false;
+  OnError on_error = OnError::Stop;
+  bool allow_mismatch = false;       // plate/hint frame counts differ: truncate + warn
+  ColorSpace color = ColorSpace::Auto;
+  int read_workers = 2;
+  int write_workers = 2;
+  /// Polled between frames; set from a signal handler to stop cleanly (frames in flight
+  /// are finished and written, nothing partial is left).
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct PipelineEvent {
+  enum class Kind { JobStarted, ClipStarted, FrameDone, FrameSkipped, Warning, FrameFailed,
+                    ClipDone, JobDone };
+  Kind kind = Kind::JobStarted;
+  std::string clip, frame, file, message;
+  int frames_done = 0, frames_total = 0;
+  double read_ms = 0, preprocess_ms = 0, infer_ms = 0, postprocess_ms = 0, write_ms = 0;
+};
+const char* to_string(PipelineEvent::Kind k);
+
+struct JobSummary {
+  int clips = 0, frames_total = 0, frames_done = 0, frames_skipped = 0, frames_failed = 0;
+  std::vector<std::string> failures;  // "file: reason"
+  bool interrupted = false;
+  double wall_ms = 0;
+  // Summed over frames (each stage runs on its own threads, so they overlap in time).
+  double read_ms = 0, preprocess_ms = 0, infer_ms = 0, postprocess_ms = 0, write_ms = 0;
+  EngineInfo engine;
+};
+
+/// Runs the job. Throws ConfigError / IoError / ModelError / DeviceError for problems found
+/// before any frame is keyed (bad options, no clips, count mismatch, checkpoint, device);
+/// per-frame problems are reported through events and the summary (and stop the job under
+/// OnError::Stop after the frames already in flight are written).
+JobSummary run_inference(const EngineOptions& engine_options, const InferenceOptions& job,
+                         const std::function<void(const PipelineEvent&)>& on_event = {});
+
+CORRIDORKEY_NAMESPACE_END

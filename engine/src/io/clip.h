@@ -1,0 +1,38 @@
+// Clip discovery: the folder conventions users know from the reference.
+//   <clip>/Input/ (image sequence or one video) or <clip>/Input.<ext>
+//   <clip>/AlphaHint/ (image sequence or one video) or <clip>/AlphaHint.<ext>
+//   <clip>/Output/{FG,Matte,Processed,Comp}/ written by the engine
+// A clips root holds clips/<name>/ or direct subfolders (natural-sorted, names starting
+// with '.' or '_' skipped). Torch-free.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace corridorkey::io {
+
+struct FrameSource {
+  std::string video;                 // set for a video source
+  std::vector<std::string> frames;   // image sequence, natural-sorted
+  int video_frames = 0;              // reported frame count of the video
+  bool is_video() const { return !video.empty(); }
+  int count() const { return is_video() ? video_frames : static_cast<int>(frames.size()); }
+};
+
+struct Clip {
+  std::string name, root;
+  FrameSource input, hint;
+};
+
+/// Natural ("human") order: frame2 < frame10; case-insensitive on the non-digit parts.
+bool natural_less(const std::string& a, const std::string& b);
+
+/// Clips under each path (a clip folder, a clips root, or several). IoError naming the
+/// path when it holds no clip, or a clip lacks Input/AlphaHint.
+std::vector<Clip> discover_clips(const std::vector<std::string>& paths);
+
+/// Parses "A-B[,C-D]" / "N" (1-based, inclusive) into a sorted list of 0-based indices
+/// below `count`. ConfigError for malformed or empty ranges.
+std::vector<int> parse_frame_ranges(const std::string& spec, int count);
+
+}  // namespace corridorkey::io

@@ -1,0 +1,273 @@
+#include "image_io.h"
+
+#include <corridorkey/errors.h>
+
+#include <ImfChannelList.h>
+#include <ImfCompressionAttribute.h>
+#include <ImfFrameBuffer.h>
+#include <ImfHeader.h>
+#include <ImfInputFile.h>
+#include <ImfOutputFile.h>
+#include <Imath/half.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <opencv2/videoio.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <unistd.h>
+
+namespace corridorkey::io {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lower_ext(const std::string& path) {
+  auto e = fs::path(path).extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return std::tolower(c); });
+  return e;
+}
+
+Image read_exr(const std::string& path) {
+  try {
+    Imf::InputFile file(path.c_str());
+    const auto& header = file.header();
+    const auto dw = header.dataWindow();
+    const int w = dw.max.x - dw.min.x + 1, h = dw.max.y - dw.min.y + 1;
+    std::vector<std::string> names;
+    const auto& cl = header.channels();
+    for (const char* n : {"R", "G", "B"})
+      if (cl.findChannel(n)) names.emplace_back(n);
+    if (names.size() == 3 && cl.findChannel("A")) names.emplace_back("A");  // RGBA
+    if (names.size() < 3) {
+      // Not RGB: a grey / Y / alpha-only / single named channel file.
+      names.clear();
+      for (const char* n : {"Y", "A"})
+        if (cl.findChannel(n)) {
+          names.emplace_back(n);
+          break;
+        }
+      if (names.empty() && cl.begin() != cl.end()) names.emplace_back(cl.begin().name());
+    }
+    CK_CHECK(!names.empty(), IoError, path, ": EXR has no channels");
+    Image im;
+    im.width = w;
+    im.height = h;
+    im.channels = static_cast<int>(names.size());
+    im.pixels.assign(static_cast<size_t>(w) * h * im.channels, 0.f);
+    Imf::FrameBuffer fb;
+    const size_t xs = sizeof(float) * im.channels, ys = xs * w;
+    char* base = reinterpret_cast<char*>(im.pixels.data()) -
+                 (static_cast<ptrdiff_t>(dw.min.x) * xs + static_cast<ptrdiff_t>(dw.min.y) * ys);
+    for (int c = 0; c < im.channels; ++c)
+      fb.insert(names[c], Imf::Slice(Imf::FLOAT, base + c * sizeof(float), xs, ys));
+    file.setFrameBuffer(fb);
+    file.readPixels(dw.min.y, dw.max.y);
+    return im;
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw IoError(path + ": cannot read EXR: " + e.what());
+  }
+}
+
+Image read_cv(const std::string& path) {
+  cv::Mat m = cv::imread(path, cv::IMREAD_UNCHANGED);
+  CK_CHECK(!m.empty(), IoError, path, ": cannot decode image (corrupt, truncated or unsupported)");
+  const int ch = m.channels();
+  double scale = 1.0;
+  switch (m.depth()) {
+    case CV_8U: scale = 1.0 / 255.0; break;
+    case CV_16U: scale = 1.0 / 65535.0; break;
+    case CV_32F: break;
+    default: throw IoError(path + ": unsupported sample type (expected 8/16-bit or float)");
+  }
+  cv::Mat f;
+  m.convertTo(f, CV_32F, scale);
+  if (ch == 3) cv::cvtColor(f, f, cv::COLOR_BGR2RGB);
+  if (ch == 4) cv::cvtColor(f, f, cv::COLOR_BGRA2RGBA);
+  Image im;
+  im.width = f.cols;
+  im.height = f.rows;
+  im.channels = ch;
+  im.pixels.assign(reinterpret_cast<const float*>(f.datastart), reinterpret_cast<const float*>(f.dataend));
+  return im;
+}
+
+}  // namespace
+
+bool is_image_file(const std::string& path) {
+  static const char* exts[] = {".exr", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".dpx"};
+  const auto e = lower_ext(path);
+  return std::any_of(std::begin(exts), std::end(exts), [&](const char* x) { return e == x; });
+}
+
+bool is_video_file(const std::string& path) {
+  static const char* exts[] = {".mp4", ".mov", ".mkv", ".avi", ".mxf", ".webm", ".m4v"};
+  const auto e = lower_ext(path);
+  return std::any_of(std::begin(exts), std::end(exts), [&](const char* x) { return e == x; });
+}
+
+Image read_image(const std::string& path) {
+  std::error_code ec;
+  CK_CHECK(fs::is_regular_file(path, ec), IoError, path, ": file does not exist");
+  const auto e = lower_ext(path);
+  CK_CHECK(e != ".dpx", IoError, path, ": DPX is not supported yet; convert to EXR or 16-bit TIFF");
+  return e == ".exr" ? read_exr(path) : read_cv(path);
+}
+
+ExrCompression parse_exr_compression(const std::string& n) {
+  const std::pair<const char*, ExrCompression> table[] = {
+      {"none", ExrCompression::None}, {"rle", ExrCompression::Rle},   {"zips", ExrCompression::Zips},
+      {"zip", ExrCompression::Zip},   {"piz", ExrCompression::Piz},   {"pxr24", ExrCompression::Pxr24},
+      {"dwaa", ExrCompression::Dwaa}, {"dwab", ExrCompression::Dwab}};
+  for (const auto& [k, v] : table)
+    if (n == k) return v;
+  throw ConfigError("--exr-compression: invalid value '" + n +
+                    "' (expected one of zip, zips, piz, pxr24, dwaa, dwab, rle, none)");
+}
+
+const char* to_string(ExrCompression c) {
+  switch (c) {
+    case ExrCompression::None: return "none";
+    case ExrCompression::Rle: return "rle";
+    case ExrCompression::Zips: return "zips";
+    case ExrCompression::Zip: return "zip";
+    case ExrCompression::Piz: return "piz";
+    case ExrCompression::Pxr24: return "pxr24";
+    case ExrCompression::Dwaa: return "dwaa";
+    case ExrCompression::Dwab: return "dwab";
+  }
+  return "?";
+}
+
+void atomic_write(const std::string& path, const std::function<void(const std::string&)>& write_to) {
+  static std::atomic<unsigned> counter{0};
+  const fs::path p(path);
+  const auto tmp = (p.parent_path() / ("." + p.filename().string() + ".tmp" +
+                                       std::to_string(::getpid()) + "_" + std::to_string(counter++)))
+                       .string();
+  try {
+    write_to(tmp);
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    CK_CHECK(!ec, IoError, path, ": cannot move the finished file into place: ", ec.message());
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
+}
+
+void write_exr(const std::string& path, const Image& im, const std::string& names,
+               ExrCompression compression) {
+  CK_CHECK(static_cast<int>(names.size()) == im.channels, IoError, path, ": ", im.channels,
+           " channels but names '", names, "'");
+  atomic_write(path, [&](const std::string& tmp) {
+    try {
+      Imf::Header header(im.width, im.height);
+      header.compression() = static_cast<Imf::Compression>([&] {
+        switch (compression) {
+          case ExrCompression::None: return Imf::NO_COMPRESSION;
+          case ExrCompression::Rle: return Imf::RLE_COMPRESSION;
+          case ExrCompression::Zips: return Imf::ZIPS_COMPRESSION;
+          case ExrCompression::Zip: return Imf::ZIP_COMPRESSION;
+          case ExrCompression::Piz: return Imf::PIZ_COMPRESSION;
+          case ExrCompression::Pxr24: return Imf::PXR24_COMPRESSION;
+          case ExrCompression::Dwaa: return Imf::DWAA_COMPRESSION;
+          case ExrCompression::Dwab: return Imf::DWAB_COMPRESSION;
+        }
+        return Imf::PXR24_COMPRESSION;
+      }());
+      std::vector<Imath::half> buf(im.pixels.size());
+      for (size_t i = 0; i < buf.size(); ++i) buf[i] = Imath::half(im.pixels[i]);
+      Imf::FrameBuffer fb;
+      const size_t xs = sizeof(Imath::half) * im.channels, ys = xs * im.width;
+      for (int c = 0; c < im.channels; ++c) {
+        const std::string n(1, names[c]);
+        header.channels().insert(n, Imf::Channel(Imf::HALF));
+        fb.insert(n, Imf::Slice(Imf::HALF, reinterpret_cast<char*>(buf.data()) + c * sizeof(Imath::half), xs, ys));
+      }
+      Imf::OutputFile out(tmp.c_str(), header);
+      out.setFrameBuffer(fb);
+      out.writePixels(im.height);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw IoError(path + ": cannot write EXR: " + e.what());
+    }
+  });
+}
+
+void write_png8(const std::string& path, const Image& im) {
+  cv::Mat f(im.height, im.width, CV_32FC(im.channels), const_cast<float*>(im.pixels.data()));
+  cv::Mat u8;
+  f.convertTo(u8, CV_8U, 255.0);  // saturate_cast: rounds and clamps to 0..255
+  if (im.channels == 3) cv::cvtColor(u8, u8, cv::COLOR_RGB2BGR);
+  if (im.channels == 4) cv::cvtColor(u8, u8, cv::COLOR_RGBA2BGRA);
+  atomic_write(path, [&](const std::string& tmp) {
+    std::vector<uchar> bytes;
+    CK_CHECK(cv::imencode(".png", u8, bytes), IoError, path, ": PNG encoding failed");
+    FILE* fp = std::fopen(tmp.c_str(), "wb");
+    CK_CHECK(fp, IoError, path, ": cannot create file in ", fs::path(path).parent_path().string(),
+             " (", std::strerror(errno), ")");
+    const size_t n = std::fwrite(bytes.data(), 1, bytes.size(), fp);
+    const int err = errno;
+    const bool closed = std::fclose(fp) == 0;
+    CK_CHECK(n == bytes.size() && closed, IoError, path, ": write failed (", std::strerror(err), ")");
+  });
+}
+
+bool readable_output(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) == 0) return false;
+  try {
+    if (lower_ext(path) == ".exr") {
+      Imf::InputFile f(path.c_str());
+      return f.isComplete();
+    }
+    return !cv::imread(path, cv::IMREAD_UNCHANGED).empty();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+struct VideoReader::Impl {
+  cv::VideoCapture cap;
+  std::string path;
+  int index = 0;
+};
+
+VideoReader::VideoReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  std::error_code ec;
+  CK_CHECK(fs::is_regular_file(path, ec), IoError, path, ": video file does not exist");
+  impl_->cap.open(path, cv::CAP_FFMPEG);
+  CK_CHECK(impl_->cap.isOpened(), IoError, path, ": cannot open video (OpenCV FFmpeg backend)");
+}
+VideoReader::~VideoReader() = default;
+
+int VideoReader::frame_count() const {
+  return static_cast<int>(impl_->cap.get(cv::CAP_PROP_FRAME_COUNT));
+}
+double VideoReader::fps() const { return impl_->cap.get(cv::CAP_PROP_FPS); }
+
+bool VideoReader::next(Image& out) {
+  cv::Mat m;
+  if (!impl_->cap.read(m) || m.empty()) return false;
+  cv::Mat f;
+  m.convertTo(f, CV_32F, m.depth() == CV_16U ? 1.0 / 65535.0 : 1.0 / 255.0);
+  if (f.channels() == 3) cv::cvtColor(f, f, cv::COLOR_BGR2RGB);
+  out.width = f.cols;
+  out.height = f.rows;
+  out.channels = f.channels();
+  out.pixels.assign(reinterpret_cast<const float*>(f.datastart), reinterpret_cast<const float*>(f.dataend));
+  ++impl_->index;
+  return true;
+}
+
+}  // namespace corridorkey::io

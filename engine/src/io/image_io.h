@@ -1,0 +1,57 @@
+// Reading and writing frames: EXR through OpenEXR (half / float, any channel layout),
+// PNG / TIFF / JPEG / BMP through OpenCV (8/16-bit and 32-bit float kept at full precision),
+// video through OpenCV's FFmpeg backend. Torch-free.
+#pragma once
+
+#include <corridorkey/image.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace corridorkey::io {
+
+/// Reads an image as float32: 8-bit /255, 16-bit /65535, float as is; channels as stored
+/// (RGB or RGBA order; 1 for grey / Y / single-channel EXR). Throws IoError naming the file.
+Image read_image(const std::string& path);
+
+/// True for the still-image extensions the reader handles (case-insensitive).
+bool is_image_file(const std::string& path);
+bool is_video_file(const std::string& path);
+
+enum class ExrCompression { None, Rle, Zips, Zip, Piz, Pxr24, Dwaa, Dwab };
+ExrCompression parse_exr_compression(const std::string& name);  // ConfigError if unknown
+const char* to_string(ExrCompression c);
+
+/// Writes half-float EXR. Channel names from `names` ("RGB", "Y", "RGBA"); one char each.
+/// Atomic: written to a temporary file in the same folder, then renamed.
+void write_exr(const std::string& path, const Image& image, const std::string& names,
+               ExrCompression compression);
+
+/// Writes an 8-bit PNG (values clamped to 0..1, rounded). Atomic like write_exr.
+void write_png8(const std::string& path, const Image& image);
+
+/// True if the file exists and its header decodes (used by --skip-existing).
+bool readable_output(const std::string& path);
+
+/// Sequential video decoding (one frame at a time, RGB float 0..1).
+class VideoReader {
+ public:
+  explicit VideoReader(const std::string& path);
+  ~VideoReader();
+  /// Frame count as reported by the container (may be approximate for some codecs).
+  int frame_count() const;
+  double fps() const;
+  /// Next frame; false at the end. Throws IoError on a decode failure mid-stream.
+  bool next(Image& out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Writes `bytes` produced by `write_to(tmp_path)` atomically: tmp file then rename; the
+/// tmp file is removed on failure. Exposed for the writers above and for tests.
+void atomic_write(const std::string& path, const std::function<void(const std::string&)>& write_to);
+
+}  // namespace corridorkey::io
