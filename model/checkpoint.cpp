@@ -236,6 +236,7 @@ void load_weights(GreenFormerImpl& model, const Checkpoint& ck) {
 
   std::set<std::string> seen;
   for (const auto& [key, src0] : ck.tensors) {
+    if (key.rfind("ltrm_stage", 0) == 0) continue;  // token-routing modules: TokenRouter::load
     auto it = targets.find(key);
     CK_CHECK(it != targets.end(), ModelError, ck.path, ": unexpected key '", key,
              "' (architecture ", model.config().arch, " has no such parameter)");

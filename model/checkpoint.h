@@ -47,7 +47,8 @@ torch::Tensor resize_pos_embed(const torch::Tensor& pos_embed, int64_t new_grid)
 
 /// Copies the checkpoint into the model. Strict: every model parameter / buffer (but
 /// num_batches_tracked) must be present with the right shape; unexpected keys are errors.
-/// pos_embed is resized when its grid differs from the model's.
+/// pos_embed is resized when its grid differs from the model's. Token-routing weights
+/// (ltrm_stage*) are left to TokenRouter::load.
 void load_weights(GreenFormerImpl& model, const Checkpoint& ckpt);
 
 /// Convenience: read, build at img_size (0 = the checkpoint's own size) and load.

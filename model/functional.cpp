@@ -1,5 +1,7 @@
 #include "functional.h"
 
+#include <optional>
+
 namespace corridorkey::model::functional {
 
 torch::Tensor unroll(const torch::Tensor& x, int64_t height, int64_t width, int64_t levels,
@@ -42,7 +44,8 @@ torch::Tensor unrolled_positions(int64_t height, int64_t width, int64_t levels, 
 }
 
 torch::Tensor mask_unit_attention(const torch::Tensor& qkv, int64_t heads, int64_t num_windows,
-                                  int64_t q_stride, bool four_d) {
+                                  int64_t q_stride, bool four_d, const torch::Tensor& attn_mask) {
+  const auto mask = attn_mask.defined() ? std::optional<at::Tensor>(attn_mask) : std::nullopt;
   const int64_t B = qkv.size(0);
   const int64_t d = qkv.size(-1) / (3 * heads);
   if (four_d && num_windows == 1) {
@@ -52,7 +55,7 @@ torch::Tensor mask_unit_attention(const torch::Tensor& qkv, int64_t heads, int64
     if (q_stride > 1) {
       q = q.view({B, heads, q_stride, -1, d}).amax(2);
     }
-    auto o = at::scaled_dot_product_attention(q.contiguous(), k, v);
+    auto o = at::scaled_dot_product_attention(q.contiguous(), k, v, mask);
     return o.transpose(1, 2).reshape({B, -1, heads * d});  // [B, Nq, H*d]
   }
   // timm layout: token n = t * num_windows + w (window index fastest).
@@ -62,7 +65,8 @@ torch::Tensor mask_unit_attention(const torch::Tensor& qkv, int64_t heads, int64
   if (q_stride > 1) {
     q = q.view({B, heads, num_windows, q_stride, -1, d}).amax(3);
   }
-  auto o = at::scaled_dot_product_attention(q, qkv3[1], qkv3[2]);
+  auto o = at::scaled_dot_product_attention(
+      q, qkv3[1], qkv3[2], mask ? std::optional<at::Tensor>(mask->unsqueeze(2)) : std::nullopt);
   return o.transpose(1, 3).reshape({B, -1, heads * d});
 }
 

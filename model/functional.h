@@ -32,7 +32,9 @@ torch::Tensor unrolled_positions(int64_t height, int64_t width, int64_t levels, 
 /// with its math kernel (it materialises the T x T scores). four_d = true (only used for
 /// num_windows == 1) hands SDPA contiguous 4-D [B, heads, N, d] so the flash /
 /// memory-efficient kernels run: same result up to summation order (~1e-6 in fp32).
+/// attn_mask (optional, global attention only): [B, 1, 1, N] bool, true = may attend.
 torch::Tensor mask_unit_attention(const torch::Tensor& qkv, int64_t heads, int64_t num_windows,
-                                  int64_t q_stride, bool four_d);
+                                  int64_t q_stride, bool four_d,
+                                  const torch::Tensor& attn_mask = {});
 
 }  // namespace corridorkey::model::functional

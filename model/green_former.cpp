@@ -47,7 +47,7 @@ GreenFormerOutput GreenFormerImpl::forward(const torch::Tensor& x, const Forward
     if (opt.on_stage) opt.on_stage(s);
   };
   GreenFormerOutput out;
-  auto features = encoder->forward(x);
+  auto features = encoder->forward(x, opt.encoder_block_hook);
   stage("encoder");
   auto alpha_logits = alpha_decoder->forward(features);
   auto fg_logits = fg_decoder->forward(features);

@@ -36,6 +36,8 @@ struct ForwardOptions {
   std::function<torch::Tensor(const torch::Tensor&)> refiner_override;
   /// Called between stages ("encoder", "decoders", "refiner") e.g. to release caches.
   std::function<void(const char* stage_done)> on_stage;
+  /// Replaces encoder blocks' forward (token routing); see BlockHook.
+  BlockHook encoder_block_hook;
 };
 
 class GreenFormerImpl : public torch::nn::Module {

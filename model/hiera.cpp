@@ -14,11 +14,11 @@ MaskUnitAttentionImpl::MaskUnitAttentionImpl(const BlockSpec& spec) : spec_(spec
   proj = register_module("proj", torch::nn::Linear(spec.dim_out, spec.dim_out));
 }
 
-torch::Tensor MaskUnitAttentionImpl::forward(const torch::Tensor& x) {
+torch::Tensor MaskUnitAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& attn_mask) {
   const int64_t N = x.size(1);
   const int64_t nw = spec_.mask_unit_attn ? N / (spec_.q_stride * spec_.window_size) : 1;
   auto o = functional::mask_unit_attention(qkv->forward(x), spec_.heads, nw, spec_.q_stride,
-                                           flash_4d && nw == 1);
+                                           flash_4d && nw == 1, attn_mask);
   return proj->forward(o);
 }
 
@@ -40,14 +40,14 @@ HieraBlockImpl::HieraBlockImpl(const BlockSpec& s) {
   if (s.dim != s.dim_out) proj = register_module("proj", torch::nn::Linear(s.dim, s.dim_out));
 }
 
-torch::Tensor HieraBlockImpl::forward(torch::Tensor x) {
+torch::Tensor HieraBlockImpl::forward(torch::Tensor x, const torch::Tensor& attn_mask) {
   auto xn = norm1->forward(x);
   if (proj) {
     // Expanding block: the residual is the max-pool (in unrolled order) of proj(LN1 x).
     x = proj->forward(xn);
     x = x.view({x.size(0), spec().q_stride, -1, x.size(-1)}).amax(1);
   }
-  x = x + attn->forward(xn);
+  x = x + attn->forward(xn, attn_mask);
   return x + mlp->forward(norm2->forward(x));
 }
 
@@ -79,7 +79,7 @@ void HieraImpl::set_flash_attention(bool on) {
   for (auto& b : block_refs_) b->attn->flash_4d = on;
 }
 
-std::vector<torch::Tensor> HieraImpl::forward(const torch::Tensor& input) {
+std::vector<torch::Tensor> HieraImpl::forward(const torch::Tensor& input, const BlockHook& hook) {
   const int64_t sy = cfg_.q_stride[0], sx = cfg_.q_stride[1];
   const auto n_unroll = static_cast<int64_t>(stage_ends_.size()) - 1;
   auto x = patch_embed->forward(input) + pos_embed;
@@ -88,7 +88,9 @@ std::vector<torch::Tensor> HieraImpl::forward(const torch::Tensor& input) {
   std::vector<torch::Tensor> features;
   int64_t levels = n_unroll, size = grid_, taps = 0;
   for (size_t i = 0; i < block_refs_.size(); ++i) {
-    x = block_refs_[i]->forward(x);
+    torch::Tensor routed;
+    if (hook) routed = hook(i, *block_refs_[i], x);
+    x = routed.defined() ? routed : block_refs_[i]->forward(x);
     if (std::find(stage_ends_.begin(), stage_ends_.end(), static_cast<int64_t>(i)) ==
         stage_ends_.end())
       continue;

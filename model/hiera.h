@@ -12,6 +12,7 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
+#include <functional>
 #include <vector>
 
 namespace corridorkey::model {
@@ -20,7 +21,8 @@ namespace corridorkey::model {
 class MaskUnitAttentionImpl : public torch::nn::Module {
  public:
   explicit MaskUnitAttentionImpl(const BlockSpec& spec);
-  torch::Tensor forward(const torch::Tensor& x);
+  /// attn_mask: see functional::mask_unit_attention (token routing's padded batches).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& attn_mask = {});
   const BlockSpec& spec() const { return spec_; }
   /// Global blocks only: run SDPA on contiguous 4-D q/k/v (flash / memory-efficient
   /// kernels) instead of timm's 5-D layout (math kernel, T x T scores materialised).
@@ -45,7 +47,7 @@ TORCH_MODULE(Mlp);
 class HieraBlockImpl : public torch::nn::Module {
  public:
   explicit HieraBlockImpl(const BlockSpec& spec);
-  torch::Tensor forward(torch::Tensor x);
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& attn_mask = {});
   const BlockSpec& spec() const { return attn->spec(); }
 
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
@@ -64,16 +66,19 @@ class PatchEmbedImpl : public torch::nn::Module {
 };
 TORCH_MODULE(PatchEmbed);
 
+/// Replaces a block's forward (token routing): returns the block's output, or an undefined
+/// tensor to run the block normally.
+using BlockHook = std::function<torch::Tensor(size_t block, HieraBlockImpl& blk, const torch::Tensor& x)>;
+
 /// The Hiera trunk (registered as "model" inside the encoder, like timm's features_only
 /// FeatureGetterNet). forward() returns the four stage-end features, NCHW.
 class HieraImpl : public torch::nn::Module {
  public:
   HieraImpl(const HieraConfig& c, int64_t img_size);
-  std::vector<torch::Tensor> forward(const torch::Tensor& x);
+  std::vector<torch::Tensor> forward(const torch::Tensor& x, const BlockHook& hook = {});
 
   /// Switch the 4-D SDPA layout on/off for every global-attention block.
   void set_flash_attention(bool on);
-  /// Called after each block with (block index, tokens); lets callers free or inspect.
   const HieraConfig& config() const { return cfg_; }
   int64_t grid() const { return grid_; }
 
@@ -93,7 +98,9 @@ TORCH_MODULE(Hiera);
 class HieraEncoderImpl : public torch::nn::Module {
  public:
   HieraEncoderImpl(const HieraConfig& c, int64_t img_size);
-  std::vector<torch::Tensor> forward(const torch::Tensor& x) { return model->forward(x); }
+  std::vector<torch::Tensor> forward(const torch::Tensor& x, const BlockHook& hook = {}) {
+    return model->forward(x, hook);
+  }
   Hiera model{nullptr};
 };
 TORCH_MODULE(HieraEncoder);

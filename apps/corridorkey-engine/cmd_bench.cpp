@@ -44,6 +44,8 @@ void add_bench(CLI::App& app, int& exit_code) {
            }
          },
          "field=value override for every profile (repeatable), e.g. --set tiled_refiner=false");
+  cmd->add_option("--hint-band-area", b->hint_band_area,
+                  "fraction of the frame the seeded hint's uncertain band covers (0 = ~15%)");
   cmd->add_flag("--refiner-only", b->refiner_only,
                 "time the refiner stage alone: untiled vs exact tiled (tile_size of the first profile)");
   cmd->add_flag("--pipeline", b->pipeline,
@@ -101,7 +103,8 @@ void add_bench(CLI::App& app, int& exit_code) {
                          {"refiner_peak", r.peak.refiner_peak},
                          {"device_peak_allocated", r.peak.device_peak_allocated},
                          {"device_peak_reserved", r.peak.device_peak_reserved},
-                         {"alpha_max_diff", r.alpha_max_diff}, {"fg_max_diff", r.fg_max_diff}};
+                         {"alpha_max_diff", r.alpha_max_diff}, {"fg_max_diff", r.fg_max_diff},
+                         {"routed_stage2", r.routed_stage2}, {"routed_stage3", r.routed_stage3}};
         std::cout << j.dump() << std::endl;
       } else {
         std::printf("%-30s %-10s %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %10.2e %10.2e\n",
@@ -112,6 +115,9 @@ void add_bench(CLI::App& app, int& exit_code) {
         if (r.peak.encoder_peak + r.peak.refiner_peak)
           std::printf("%-30s stage peaks: encoder %.1f MiB, decoders %.1f MiB, refiner %.1f MiB\n", "",
                       mib(r.peak.encoder_peak), mib(r.peak.decoders_peak), mib(r.peak.refiner_peak));
+        if (r.routed_stage2 < 1.0 || r.routed_stage3 < 1.0)
+          std::printf("%-30s token routing: %.1f%% of stage-2 and %.1f%% of stage-3 tokens attended\n", "",
+                      100 * r.routed_stage2, 100 * r.routed_stage3);
         if (r.peak.device_peak_reserved)
           std::printf("%-30s device peak allocated %.1f MiB, reserved %.1f MiB\n", "",
                       mib(r.peak.device_peak_allocated), mib(r.peak.device_peak_reserved));

@@ -151,7 +151,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
            "bench: give --checkpoint FILE or --random-weights");
   if (b.refiner_only) return refiner_bench(b, on_row);
 
-  const auto x = model::seeded_input(1, b.img_size, b.seed).contiguous();
+  const auto x = model::seeded_input(1, b.img_size, b.seed, b.hint_band_area).contiguous();
   const std::vector<float> input(x.data_ptr<float>(), x.data_ptr<float>() + x.numel());
   std::vector<BenchRow> rows;
   std::vector<float> ref_alpha, ref_fg;
@@ -160,9 +160,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
     BenchRow row;
     row.profile = p;
     row.info = engine->info();
-    row.precision = engine->options().mixed_precision
-                        ? std::string("mixed/") + to_string(engine->options().model_precision)
-                        : to_string(engine->options().model_precision);
+    row.precision = row.info.precision;
     std::vector<double> totals;
     std::vector<StageTimings> stages;
     BaseEngine::ModelOutput out;
@@ -178,6 +176,8 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
       ref_alpha = out.alpha;
       ref_fg = out.fg;
     }
+    row.routed_stage2 = out.routed_stage2;
+    row.routed_stage3 = out.routed_stage3;
     row.alpha_max_diff = max_diff(out.alpha, ref_alpha);
     row.fg_max_diff = max_diff(out.fg, ref_fg);
     rows.push_back(row);

@@ -91,6 +91,7 @@ FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& h
 }
 
 BaseEngine::ModelOutput BaseEngine::run_model(const std::vector<float>& input) {
+  // (routed_stage2/3 stay 1.0 unless token routing is on)
   auto& I = *impl_;
   const auto S = I.S;
   CK_CHECK(static_cast<int64_t>(input.size()) == 4 * S * S, IoError, "run_model: expected 4x",
@@ -107,19 +108,29 @@ BaseEngine::ModelOutput BaseEngine::run_model(const std::vector<float>& input) {
   out.memory.encoder_peak = run.encoder_peak;
   out.memory.decoders_peak = run.decoders_peak;
   out.memory.refiner_peak = run.refiner_peak;
+  out.routed_stage2 = run.routed_stage2;
+  out.routed_stage3 = run.routed_stage3;
   auto a = run.alpha.cpu().contiguous(), f = run.fg.cpu().contiguous();
   out.alpha.assign(a.data_ptr<float>(), a.data_ptr<float>() + a.numel());
   out.fg.assign(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
   return out;
 }
 
-OriginalEngine::OriginalEngine(const EngineOptions& o) : BaseEngine(o) {}
+namespace {
+const EngineOptions& without_routing(const EngineOptions& o) {
+  CK_CHECK(!o.token_routing, ConfigError, "token_routing needs OptimizedEngine (it owns the "
+           "routing modules): use create_engine() or a profile other than original");
+  return o;
+}
+}  // namespace
+
+OriginalEngine::OriginalEngine(const EngineOptions& o) : BaseEngine(without_routing(o)) {}
 OriginalEngine::OriginalEngine() : BaseEngine(load_profile("original")) {}
 OptimizedEngine::OptimizedEngine(const EngineOptions& o) : BaseEngine(o) {}
 OptimizedEngine::OptimizedEngine() : BaseEngine(load_profile("optimized")) {}
 
 std::unique_ptr<BaseEngine> create_engine(const EngineOptions& o) {
-  if (o.profile == "original") return std::make_unique<OriginalEngine>(o);
+  if (o.profile == "original" && !o.token_routing) return std::make_unique<OriginalEngine>(o);
   return std::make_unique<OptimizedEngine>(o);
 }
 

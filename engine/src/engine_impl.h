@@ -13,6 +13,7 @@
 #include "random_weights.h"
 #include "torch_boundary.h"
 
+#include <iostream>
 #include <memory>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -32,6 +33,7 @@ struct BaseEngine::Impl {
     detail::apply_global_switches(opt, device.is_cuda(), info.notes);
     detail::rethrow_torch("loading the model", [&] {
       model::GreenFormer net{nullptr};
+      model::Checkpoint ck;
       if (opt.checkpoint.empty() && !opt.random_weights_arch.empty()) {
         auto cfg = model::GreenFormerConfig::by_name(opt.random_weights_arch,
                                                      opt.img_size ? opt.img_size : 512);
@@ -41,18 +43,41 @@ struct BaseEngine::Impl {
         info.checkpoint = "random:" + opt.random_weights_arch;
       } else {
         if (opt.checkpoint.empty()) opt.checkpoint = default_checkpoint();
-        net = model::load_green_former(opt.checkpoint, opt.img_size);
+        ck = model::read_checkpoint(opt.checkpoint);
+        auto cfg = ck.config;
+        if (opt.img_size > 0) cfg.img_size = opt.img_size;
+        try {
+          cfg.validate();
+        } catch (const ConfigError& e) {
+          throw ConfigError(opt.checkpoint + ": " + e.what());
+        }
+        net = model::GreenFormer(cfg);
+        model::load_weights(*net, ck);
+        net->eval();
         info.checkpoint = opt.checkpoint;
       }
       S = net->config().img_size;
       info.img_size = S;
       info.arch = net->config().arch;
       for (const auto& p : net->parameters()) info.parameters += p.numel();
-      if (opt.token_routing)
-        throw ConfigError("token_routing is not available in this build yet (issue: token "
-                          "routing); use --no-token-routing");
-      runner = std::make_unique<detail::ModelRunner>(net, opt, device, info.notes);
+      model::TokenRouter router{nullptr};
+      if (opt.token_routing) {
+        model::RoutingOptions ro;
+        ro.low = opt.edge_threshold_low;
+        ro.high = opt.edge_threshold_high;
+        ro.min_edge_tokens = opt.min_edge_tokens;
+        router = model::TokenRouter(net->config().encoder, S, ro);
+        if (router->load(ck.tensors, opt.checkpoint) == 0) {
+          const std::string msg =
+              "token_routing: no ltrm_stage* weights in the checkpoint, so the LTRMs are the "
+              "identity: easy tokens skip the routed blocks (faster, less accurate until fine-tuned)";
+          info.notes += msg + "\n";
+          std::cerr << "corridorkey: " << msg << "\n";
+        }
+      }
+      runner = std::make_unique<detail::ModelRunner>(net, opt, device, info.notes, router);
       info.compile_mode_effective = runner->effective_compile_mode();
+      info.precision = runner->precision();
     });
     info.profile = opt.profile;
   }

@@ -98,8 +98,8 @@ void apply_global_switches(const EngineOptions& o, bool uses_cuda, std::string& 
 }
 
 ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::Device device,
-                         std::string& notes)
-    : net_(std::move(net)), opt_(o), device_(device) {
+                         std::string& notes, model::TokenRouter router)
+    : net_(std::move(net)), router_(std::move(router)), opt_(o), device_(device) {
   // Precision: mixed keeps fp32 weights and autocasts matmuls/convs to the half type the
   // profile names (fp16 by default on CUDA, bf16 on CPU); otherwise weights and
   // activations are cast to model_precision.
@@ -117,6 +117,10 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
                 "most CPUs); bfloat16 or float32 are faster there");
   net_->to(device_, weight_dtype_);
   net_->eval();
+  if (router_) {
+    router_->to(device_, weight_dtype_);
+    router_->eval();
+  }
   net_->set_flash_attention(o.flash_attention);
   net_->set_fused_decoders(o.fused_decoder);
 
@@ -160,6 +164,13 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
 }
 
 ModelRunner::~ModelRunner() = default;
+
+std::string ModelRunner::precision() const {
+  auto name = [](torch::ScalarType t) {
+    return t == torch::kHalf ? "float16" : t == torch::kBFloat16 ? "bfloat16" : "float32";
+  };
+  return autocast_ ? std::string("mixed/") + name(autocast_dtype_) : name(weight_dtype_);
+}
 
 std::string ModelRunner::effective_compile_mode() const {
   switch (exec_) {
@@ -207,6 +218,14 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
     last = Clock::now();
   };
   if (!timed) fo.on_stage = nullptr;
+  if (router_) {
+    router_->plan(x);  // index sets once per frame and stage, before the encoder runs
+    fo.encoder_block_hook = [this](size_t i, model::HieraBlockImpl& blk, const torch::Tensor& t) {
+      return router_->run_block(i, blk, t);
+    };
+    out.routed_stage2 = router_->route(2).fraction;
+    out.routed_stage3 = router_->route(3).fraction;
+  }
   auto r = net_->forward(x, fo);
   out.alpha = r.alpha.to(torch::kFloat);
   out.fg = r.fg.to(torch::kFloat);

@@ -6,6 +6,7 @@
 #include <corridorkey/engine.h>
 
 #include "model/green_former.h"
+#include "model/token_routing.h"
 
 #include <memory>
 
@@ -15,6 +16,7 @@ struct ModelRun {
   torch::Tensor alpha, fg;  // [1,1,S,S], [1,3,S,S] float32 on the model's device
   StageTimings timings;     // encoder / decoders / refiner / model (eager runs only)
   uint64_t encoder_peak = 0, decoders_peak = 0, refiner_peak = 0;  // bytes, eager only
+  double routed_stage2 = 1.0, routed_stage3 = 1.0;  // fraction of tokens through attention
 };
 
 class ModelRunner {
@@ -22,12 +24,14 @@ class ModelRunner {
   /// Resolves options against the device; `notes` gets one line per option that cannot
   /// apply as asked (also logged to stderr once).
   ModelRunner(model::GreenFormer net, const EngineOptions& options, torch::Device device,
-              std::string& notes);
+              std::string& notes, model::TokenRouter router = nullptr);
   ~ModelRunner();
 
   /// x: [1,4,S,S] float32 on the device.
   ModelRun run(const torch::Tensor& x);
   std::string effective_compile_mode() const;
+  /// "float32" / "float16" / "bfloat16", or "mixed/<autocast dtype>".
+  std::string precision() const;
   torch::ScalarType weight_dtype() const { return weight_dtype_; }
 
  private:
@@ -35,6 +39,7 @@ class ModelRunner {
   struct Graph;
 
   model::GreenFormer net_;
+  model::TokenRouter router_{nullptr};
   EngineOptions opt_;
   torch::Device device_;
   torch::ScalarType weight_dtype_ = torch::kFloat;

@@ -1,6 +1,7 @@
 // The overlapped clip pipeline: readers -> one inference thread -> writers.
 #include <corridorkey/pipeline.h>
 
+#include "dma_ring.h"
 #include "engine_impl.h"
 #include "frame_tensors.h"
 #include "io/clip.h"
@@ -105,7 +106,7 @@ struct ReadItem {
 
 struct WriteItem {
   ReadItem meta;
-  Image alpha_s, fg_s;         // model resolution
+  detail::DmaRing::Ticket outputs;  // model-resolution alpha / fg on their way to the host
   double infer_ms = 0;
 };
 
@@ -130,7 +131,8 @@ class Pipeline {
   Pipeline(BaseEngine& engine, const InferenceOptions& job,
            const std::function<void(const PipelineEvent&)>& on_event)
       : engine_(engine), impl_(EngineAccess::impl(engine)), job_(job), on_event_(on_event),
-        compression_(io::parse_exr_compression(job.exr_compression)) {
+        compression_(io::parse_exr_compression(job.exr_compression)),
+        dma_(impl_.device, static_cast<int>(impl_.opt.dma_buffers)) {
     CK_CHECK(job.comp_format == "png" || job.comp_format == "exr", ConfigError,
              "--comp-format: invalid value '", job.comp_format, "' (expected png or exr)");
     CK_CHECK(job.read_workers >= 1 && job.write_workers >= 1, ConfigError,
@@ -411,9 +413,10 @@ class Pipeline {
       WriteItem w;
       try {
         const auto t = Clock::now();
-        auto run = impl_.infer(it.x.to(impl_.device));
-        w.alpha_s = detail::tensor_to_image(run.alpha);
-        w.fg_s = detail::tensor_to_image(run.fg);
+        auto x = impl_.device.is_cuda() ? it.x.pin_memory().to(impl_.device, /*non_blocking=*/true)
+                                        : it.x.to(impl_.device);
+        auto run = impl_.infer(x);
+        w.outputs = dma_.start(run.alpha, run.fg);
         w.infer_ms = ms_since(t);
       } catch (const std::exception& e) {
         fail(it, it.file + ": " + e.what());
@@ -439,9 +442,11 @@ class Pipeline {
       timing.preprocess_ms = w.meta.preprocess_ms;
       timing.infer_ms = w.infer_ms;
       try {
+        Image alpha_s, fg_s;
+        dma_.finish(w.outputs, alpha_s, fg_s);
         auto t = Clock::now();
-        const Image alpha = post::resize_lanczos(w.alpha_s, w.meta.width, w.meta.height);
-        const Image fg = post::resize_lanczos(w.fg_s, w.meta.width, w.meta.height);
+        const Image alpha = post::resize_lanczos(alpha_s, w.meta.width, w.meta.height);
+        const Image fg = post::resize_lanczos(fg_s, w.meta.width, w.meta.height);
         post::PostResult pr;
         if (job_.processed || job_.comp) pr = post::finish(alpha, fg, po);
         timing.postprocess_ms = ms_since(t);
@@ -479,6 +484,7 @@ class Pipeline {
   InferenceOptions job_;
   std::function<void(const PipelineEvent&)> on_event_;
   io::ExrCompression compression_;
+  detail::DmaRing dma_;
   std::vector<ClipPlan> plans_;
   std::vector<FrameTask> tasks_;
   size_t next_task_ = 0;

@@ -24,6 +24,8 @@ struct BenchOptions {
   int frames = 3;                      // timed frames per profile
   int warmup = 1;
   uint64_t seed = 0;
+  /// Fraction of the frame the seeded hint's soft (uncertain) band covers; 0 = default (~15%).
+  double hint_band_area = 0;
   bool refiner_only = false;           // time the refiner stage alone (untiled vs tiled)
   /// End to end: generate a clip of `pipeline_frames` EXR plates (+ PNG hints) of
   /// pipeline_width x pipeline_height in a temp folder and key it with the first profile.
@@ -51,6 +53,7 @@ struct BenchRow {
   StageTimings median_stages;
   MemoryStats peak;                    // max over the timed frames
   double alpha_max_diff = 0, fg_max_diff = 0;  // vs the first profile (0 for the first)
+  double routed_stage2 = 1.0, routed_stage3 = 1.0;  // token routing: fraction attended
 };
 
 /// Runs every profile; on_row (optional) is called as each row completes.

@@ -59,6 +59,7 @@ struct FrameResult {
 /// compile mode that cannot apply on CPU), for logs and reports.
 struct EngineInfo {
   std::string device, arch, checkpoint, profile, compile_mode_effective;
+  std::string precision;  // "float32", "bfloat16", or "mixed/<autocast dtype>"
   int64_t img_size = 0;
   int64_t parameters = 0;
   std::string notes;  // one line per option that could not apply as asked
@@ -80,6 +81,8 @@ class BaseEngine {
     std::vector<float> alpha, fg;
     StageTimings timings;
     MemoryStats memory;
+    /// Token routing: fraction of tokens sent through global attention per routed stage.
+    double routed_stage2 = 1.0, routed_stage3 = 1.0;
   };
   ModelOutput run_model(const std::vector<float>& input_planar);
 
@@ -100,7 +103,8 @@ class OriginalEngine : public BaseEngine {
   OriginalEngine();  // "original" profile, bundled default checkpoint
 };
 
-/// Defaults to the "optimized" profile; owns the token-routing modules when enabled.
+/// Defaults to the "optimized" profile; owns the token-routing modules when enabled
+/// (OriginalEngine refuses token_routing with a ConfigError).
 class OptimizedEngine : public BaseEngine {
  public:
   explicit OptimizedEngine(const EngineOptions& options);
