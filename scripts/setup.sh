@@ -15,6 +15,7 @@ set -euo pipefail
 TORCH_VERSION=2.15.0       # LibTorch comes from this wheel; see README "Why the PyPI wheel"
 TORCHVISION_VERSION=0.29.2 # only because timm imports it
 TIMM_VERSION=1.0.31
+OPENJD_VERSION=0.8.0       # openjd-cli: the job-export tests run real Open Job Description
 NUMPY_SPEC="numpy<3"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,7 +27,8 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # ---- 1. Debian packages -------------------------------------------------------
 apt_pkgs=(build-essential cmake ninja-build ccache git pkg-config python3-venv
           libopencv-dev libopenexr-dev libyaml-cpp-dev libcli11-dev catch2
-          nlohmann-json3-dev)
+          nlohmann-json3-dev
+          slurm-wlm munge)   # a real single-node Slurm for the farm-export tests
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -47,6 +49,10 @@ if ! "$venv/bin/python" -c "import torch, timm, sys; sys.exit(0 if torch.__versi
   "$venv/bin/pip" install -q --upgrade pip
   "$venv/bin/pip" install -q "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
       "timm==$TIMM_VERSION" "$NUMPY_SPEC"
+fi
+if ! "$venv/bin/openjd" --version >/dev/null 2>&1; then
+  log "installing openjd-cli $OPENJD_VERSION into the venv"
+  "$venv/bin/pip" install -q "openjd-cli==$OPENJD_VERSION"
 fi
 log "venv ok: $("$venv/bin/python" -c 'import torch,timm;print("torch",torch.__version__,"cuda",torch.version.cuda,"timm",timm.__version__)')"
 

@@ -21,5 +21,6 @@ void add_verify(CLI::App& app, int& exit_code);
 void add_profiles(CLI::App& app, int& exit_code);
 void add_bench(CLI::App& app, int& exit_code);
 void add_inference(CLI::App& app, int& exit_code);
+void add_job(CLI::App& app, int& exit_code);
 
 }  // namespace corridorkey::cli

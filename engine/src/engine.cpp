@@ -15,13 +15,6 @@
 #include <chrono>
 #include <filesystem>
 
-#ifndef CK_SOURCE_CHECKPOINT_DIR
-#define CK_SOURCE_CHECKPOINT_DIR ""
-#endif
-#ifndef CK_INSTALL_CHECKPOINT_DIR
-#define CK_INSTALL_CHECKPOINT_DIR ""
-#endif
-
 CORRIDORKEY_NAMESPACE_BEGIN
 
 namespace {
@@ -29,17 +22,7 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
-constexpr const char* kDefaultCheckpoint = "greenformer_tiny_random128.ts";
 }  // namespace
-
-std::string default_checkpoint() {
-  namespace fs = std::filesystem;
-  if (const char* env = std::getenv("CORRIDORKEY_CHECKPOINT"); env && *env) return env;
-  for (const char* d : {CK_SOURCE_CHECKPOINT_DIR, CK_INSTALL_CHECKPOINT_DIR})
-    if (*d && fs::exists(fs::path(d) / kDefaultCheckpoint))
-      return (fs::path(d) / kDefaultCheckpoint).string();
-  return (fs::path(CK_SOURCE_CHECKPOINT_DIR) / kDefaultCheckpoint).string();
-}
 
 BaseEngine::BaseEngine(const EngineOptions& options) : impl_(std::make_unique<Impl>(options)) {}
 BaseEngine::~BaseEngine() = default;

@@ -207,7 +207,7 @@ class Pipeline {
       p.linear = job_.color == ColorSpace::Linear ||
                  (job_.color == ColorSpace::Auto && !c.input.is_video() &&
                   fs::path(c.input.frames[0]).extension() == ".exr");
-      p.out = fs::path(c.root) / "Output";
+      p.out = job_.output_root.empty() ? fs::path(c.root) / "Output" : fs::path(job_.output_root) / c.name;
       for (int i = 0; i < n; ++i)
         p.stems.push_back(c.input.is_video() ? zero_pad(i, 5) : fs::path(c.input.frames[i]).stem().string());
       std::vector<int> sel;

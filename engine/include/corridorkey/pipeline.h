@@ -26,6 +26,8 @@ enum class ColorSpace { Auto, Linear, Srgb };  // Auto: EXR plates linear, other
 
 struct InferenceOptions {
   std::vector<std::string> paths;  // clip folders, clips roots, or both
+  /// Empty: outputs in <clip>/Output/. Set: in <output_root>/<clip name>/ instead.
+  std::string output_root;
   bool fg = true, matte = true, comp = true, processed = true;  // --outputs
   std::string exr_compression = "pxr24";
   std::string comp_format = "png";   // png | exr

@@ -1,0 +1,165 @@
+#include "commands.h"
+
+#include <corridorkey/errors.h>
+#include <corridorkey/job.h>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+namespace corridorkey::cli {
+namespace {
+
+std::atomic<bool> g_job_cancel{false};
+extern "C" void on_job_signal(int) { g_job_cancel = true; }
+
+std::string self_path() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("corridorkey-engine") : p.string();
+}
+
+/// "I/N" -> (I, N), 1 <= I <= N.
+std::pair<int, int> parse_chunk(const std::string& s) {
+  int i = 0, n = 0;
+  char extra = 0;
+  if (std::sscanf(s.c_str(), "%d/%d%c", &i, &n, &extra) != 2 || n < 1 || i < 1 || i > n)
+    throw ConfigError("--chunk: invalid value '" + s + "' (expected I/N with 1 <= I <= N, e.g. 3/10)");
+  return {i, n};
+}
+
+void print_chunks(const std::vector<Chunk>& chunks, const JobSpec& job) {
+  for (const auto& c : chunks) {
+    std::printf("chunk %d/%d:", c.index, c.count);
+    for (const auto& p : c.parts) {
+      const auto out = job.inference.output_root.empty()
+                           ? (std::filesystem::path(p.clip_path) / "Output").string()
+                           : (std::filesystem::path(job.inference.output_root) / p.clip_name).string();
+      std::printf(" %s frames %d-%d -> %s", p.clip_name.c_str(), p.first, p.last, out.c_str());
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+void add_job(CLI::App& app, int& exit_code) {
+  auto* job = app.add_subcommand("job", "Render-farm jobs: validate, plan, run chunks, export to schedulers");
+  job->require_subcommand(1);
+  auto file = std::make_shared<std::string>();
+
+  auto* validate = job->add_subcommand("validate", "check a job file (errors name the key and line)");
+  validate->add_option("job", *file, "job YAML")->required();
+  validate->callback([file, &exit_code] {
+    const auto j = load_job(*file);
+    const auto frames = job_frames(j);
+    std::printf("%s: ok: job '%s', %zu clip(s), %d frames, %zu chunk(s) of <= %d frames\n",
+                file->c_str(), j.name.c_str(), frames.clip_names.size(), frames.total(),
+                plan_chunks(frames, 0, j.chunk_size).size(), j.chunk_size);
+    exit_code = kOk;
+  });
+
+  auto* plan = job->add_subcommand("plan", "print the chunks: clip, frame range, output folder");
+  auto chunks_n = std::make_shared<int>(0);
+  plan->add_option("job", *file, "job YAML")->required();
+  plan->add_option("--chunks", *chunks_n, "split into N chunks (default: by chunk_size)");
+  plan->callback([file, chunks_n, &exit_code] {
+    const auto j = load_job(*file);
+    print_chunks(plan_chunks(job_frames(j), *chunks_n, j.chunk_size), j);
+    exit_code = kOk;
+  });
+
+  auto* run = job->add_subcommand("run", "run the whole job, one chunk (--chunk I/N) or a frame range");
+  auto chunk = std::make_shared<std::string>();
+  auto clip = std::make_shared<std::string>();
+  auto frames = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto quiet = std::make_shared<bool>(false);
+  run->add_option("job", *file, "job YAML")->required();
+  run->add_option("--chunk", *chunk, "I/N: the I-th of N chunks (1-based)");
+  run->add_option("--clip", *clip, "only this clip (chunks then count that clip's frames)");
+  run->add_option("--frames", *frames, "A-B[,C-D]: these frames of every selected clip");
+  run->add_flag("--json", *json, "NDJSON events on stdout");
+  run->add_flag("--quiet", *quiet, "no per-chunk summary");
+  run->callback([=, &exit_code] {
+    auto j = load_job(*file);
+    if (!frames->empty())
+      for (auto& c : j.clips) c.frames = *frames;
+    auto jf = job_frames(j);
+    if (!clip->empty()) {
+      for (size_t i = 0; i < jf.clip_names.size(); ++i)
+        if (jf.clip_names[i] != *clip) jf.frames[i].clear();
+      CK_CHECK(jf.total() > 0 || std::find(jf.clip_names.begin(), jf.clip_names.end(), *clip) != jf.clip_names.end(),
+               ConfigError, "--clip: no clip named '", *clip, "' in ", *file);
+    }
+    Chunk todo;
+    if (chunk->empty()) {
+      todo = plan_chunks(jf, 1, j.chunk_size).front();
+    } else {
+      const auto [i, n] = parse_chunk(*chunk);
+      const auto all = plan_chunks(jf, n, j.chunk_size);
+      CK_CHECK(i <= static_cast<int>(all.size()), ConfigError, "--chunk ", *chunk, ": the job has only ",
+               all.size(), " frames, so only ", all.size(), " chunks");
+      todo = all[static_cast<size_t>(i - 1)];
+    }
+    j.inference.cancel = &g_job_cancel;
+    std::signal(SIGINT, on_job_signal);
+    std::signal(SIGTERM, on_job_signal);
+    const auto s = run_chunk(j, todo, [&](const PipelineEvent& e) {
+      if (*json) {
+        nlohmann::json ev{{"event", to_string(e.kind)}, {"clip", e.clip}, {"frame", e.frame},
+                          {"message", e.message}};
+        std::cout << ev.dump() << std::endl;
+      } else if (e.kind == PipelineEvent::Kind::FrameFailed || e.kind == PipelineEvent::Kind::Warning) {
+        std::fprintf(stderr, "%s: %s\n", to_string(e.kind), e.message.c_str());
+      }
+    });
+    if (!*quiet && !*json)
+      std::fprintf(stderr, "job %s chunk %d/%d: %d keyed, %d already done, %d failed in %.1f s\n",
+                   j.name.c_str(), todo.index, todo.count, s.frames_done, s.frames_skipped,
+                   s.frames_failed, s.wall_ms / 1000);
+    exit_code = s.interrupted ? kInterrupted
+                : s.frames_failed == 0 ? kOk
+                : j.inference.on_error == OnError::Skip ? kPartial : kInput;
+  });
+
+  auto* exp = job->add_subcommand("export", "write a scheduler template (Open Job Description or Slurm)");
+  auto to = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  auto log_dir = std::make_shared<std::string>();
+  exp->add_option("job", *file, "job YAML")->required();
+  exp->add_option("--to", *to, "openjd | slurm")->required();
+  exp->add_option("-o,--output", *out, "file to write (default: stdout)");
+  exp->add_option("--log-dir", *log_dir, "slurm: folder for the tasks' logs (default: the job's folder)");
+  exp->callback([=, &exit_code] {
+    const auto j = load_job(*file);
+    const auto jf = job_frames(j);
+    std::string text;
+    if (*to == "openjd") {
+      text = export_openjd(j, jf, self_path());
+    } else if (*to == "slurm") {
+      const auto logs = log_dir->empty() ? std::filesystem::path(j.file).parent_path().string() : *log_dir;
+      text = export_slurm(j, jf, self_path(), std::filesystem::absolute(logs).string());
+    } else {
+      throw ConfigError("--to: invalid value '" + *to + "' (expected openjd or slurm)");
+    }
+    if (out->empty()) {
+      std::cout << text;
+    } else {
+      std::ofstream f(*out);
+      CK_CHECK(f.good(), IoError, *out, ": cannot be written");
+      f << text;
+      CK_CHECK(f.good(), IoError, *out, ": write failed");
+      if (*to == "slurm") std::filesystem::permissions(*out, std::filesystem::perms::owner_exec, std::filesystem::perm_options::add);
+    }
+    exit_code = kOk;
+  });
+}
+
+}  // namespace corridorkey::cli
