@@ -4,9 +4,11 @@
 set(CMAKE_CXX_STANDARD 20)
 set(CMAKE_CXX_STANDARD_REQUIRED ON)
 set(CMAKE_CXX_EXTENSIONS OFF)
-# No explicit -fPIC/-fPIE: every TU then uses the compiler default (PIE on Debian), so the
-# one LibTorch PCH is valid for static libraries and executables alike.
+# Every TU gets the same -fPIC (CMake's own PIC switch would give executables -fPIE and
+# libraries -fPIC, and GCC rejects a PCH built with the other): one LibTorch PCH serves all
+# targets, and the static libraries can go into the installable shared library.
 set(CMAKE_POSITION_INDEPENDENT_CODE OFF)
+add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fPIC> $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fPIC>)
 
 if(CK_USE_CCACHE)
   find_program(CK_CCACHE ccache)

@@ -28,6 +28,7 @@ if(_n GREATER 2)
   list(GET _ck_torch_info 2 CK_TORCH_CUDA)
 endif()
 list(APPEND CMAKE_PREFIX_PATH "${_ck_torch_prefix}")
+get_filename_component(CK_TORCH_LIB_DIR "${_ck_torch_prefix}/../../lib" ABSOLUTE)
 
 # ---- CUDA decision -----------------------------------------------------------
 set(CK_CUDA OFF)

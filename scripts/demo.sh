@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# README main-job command: set up (idempotent), build, and run the engine on the bundled
-# default checkpoint.
+# README main-job command: set up (idempotent), build, and key the bundled sample clip with
+# the bundled model (checkpoints/greenformer_tiny_synthetic128.ts, trained on procedural
+# green-screen data; samples/greenscreen_demo was held out from its training).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/setup.sh"
 build=${CK_BUILD:-$root/build}
 cli="$build/apps/corridorkey-engine/corridorkey-engine"
-"$cli" info
-"$cli" verify --checkpoint "$root/checkpoints/greenformer_tiny_random128.ts"
+clip="$root/samples/greenscreen_demo"
+"$cli" inference "$clip" --profile optimized --precision float32 --device auto
+echo
+echo "Outputs: $clip/Output/{FG,Matte,Processed,Comp}/ (Comp/*.png to look at first)."
+echo "With the published weights: $cli inference /path/to/clip --checkpoint CorridorKey.pth --img-size 2048"

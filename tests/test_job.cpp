@@ -94,8 +94,8 @@ TEST_CASE("job schema errors name the key and line", "[unit]") {
   CHECK_THROWS_WITH(load("clips: [a]\non_error: retry\n"), Contains("stop or skip"));
   CHECK_THROWS_WITH(load("clips: [a]\nimg_size: 100\n"), Contains("multiple of 32"));
   CHECK_THROWS_WITH(load("clips: [a\n"), Contains("not valid YAML"));
-  const auto ok = load("clips: [a]\nprofile: optimized\noverrides: {tile_size: 128}\ndevice: cpu\n");
-  CHECK(ok.engine.tile_size == 128);
+  const auto ok = load("clips: [a]\nprofile: optimized\noverrides: {tile_size: 384}\ndevice: cpu\n");
+  CHECK(ok.engine.tile_size == 384);
   CHECK(ok.engine.flash_attention);  // from the profile
   CHECK(ok.clips.front().path == (dir / "a").lexically_normal().string());  // relative to the file
   fs::remove_all(dir);
@@ -111,13 +111,17 @@ TEST_CASE("job chunks run idempotently and resume", "[pipeline]") {
   REQUIRE(jf.total() == 7);
   const auto chunks = plan_chunks(jf, 0, job.chunk_size);
   REQUIRE(chunks.size() == 3);
-  auto s = run_chunk(job, chunks[2]);  // b:2-3 plus a's last frame? (frames 6..7 of 7)
-  CHECK(s.frames_done == 2);
+  // 7 frames in 3 chunks: [0,2) [2,4) [4,7): the last is a:5 and b:2-3.
+  REQUIRE(chunks[2].parts.size() == 2);
+  auto s = run_chunk(job, chunks[2]);
+  CHECK(s.frames_done == 3);
+  CHECK(fs::exists(root / "out" / "a" / "Matte" / "f5.exr"));
   CHECK(fs::exists(root / "out" / "b" / "Matte" / "f3.exr"));
   CHECK_FALSE(fs::exists(root / "out" / "b" / "Matte" / "f1.exr"));
+  CHECK_FALSE(fs::exists(root / "out" / "a" / "Matte" / "f4.exr"));
   s = run_chunk(job, chunks[2]);      // rerun: nothing to do
   CHECK(s.frames_done == 0);
-  CHECK(s.frames_skipped == 2);
+  CHECK(s.frames_skipped == 3);
   fs::remove(root / "out" / "a" / "Comp" / "f2.png");  // "interrupted" chunk 1
   for (const auto& c : chunks) run_chunk(job, c);
   CHECK(fs::exists(root / "out" / "a" / "Comp" / "f2.png"));

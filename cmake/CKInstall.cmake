@@ -1,0 +1,54 @@
+# Installable package: libcorridorkey_engine.so (every engine/model/kernels object, LibTorch
+# linked privately), the public headers, the CLI, profiles and the bundled checkpoint, and a
+# CMake package exporting corridorkey::engine.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+set(CK_INSTALL_SHARE "${CMAKE_INSTALL_DATADIR}/corridorkey")
+
+add_library(corridorkey_engine SHARED "${PROJECT_SOURCE_DIR}/cmake/ck_torch_pch.cpp")
+# Every object of the four static libraries goes in (--whole-archive), so the exported
+# library is complete whatever a consumer calls; their own dependencies link normally.
+set(_ck_parts ck_engine ck_engine_light ck_model ck_kernels)
+add_dependencies(corridorkey_engine ${_ck_parts})
+set(_ck_archives "")
+foreach(_p IN LISTS _ck_parts)
+  list(APPEND _ck_archives "$<TARGET_FILE:${_p}>")
+endforeach()
+target_link_options(corridorkey_engine PRIVATE
+  "LINKER:--whole-archive" ${_ck_archives} "LINKER:--no-whole-archive")
+target_link_libraries(corridorkey_engine PUBLIC ck_headers
+  PRIVATE ${CK_TORCH_TARGETS} yaml-cpp ${OpenCV_LIBS} OpenEXR::OpenEXR)
+set_target_properties(corridorkey_engine PROPERTIES
+  EXPORT_NAME engine
+  VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
+  # LibTorch stays where the venv put it (its own RPATH finds the CUDA wheels).
+  INSTALL_RPATH "${CK_TORCH_LIB_DIR}")
+set_target_properties(ck_headers PROPERTIES EXPORT_NAME headers)
+add_library(corridorkey::engine_shared ALIAS corridorkey_engine)
+
+install(TARGETS corridorkey_engine ck_headers EXPORT CorridorKeyTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/engine/include/corridorkey"
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+install(FILES "${PROJECT_BINARY_DIR}/engine/include/corridorkey/version.h"
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/corridorkey)
+install(EXPORT CorridorKeyTargets NAMESPACE corridorkey::
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/CorridorKey)
+configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/CorridorKeyConfig.cmake.in"
+  "${PROJECT_BINARY_DIR}/CorridorKeyConfig.cmake"
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/CorridorKey
+  PATH_VARS CK_INSTALL_SHARE)
+write_basic_package_version_file("${PROJECT_BINARY_DIR}/CorridorKeyConfigVersion.cmake"
+  COMPATIBILITY SameMinorVersion)
+install(FILES "${PROJECT_BINARY_DIR}/CorridorKeyConfig.cmake"
+              "${PROJECT_BINARY_DIR}/CorridorKeyConfigVersion.cmake"
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/CorridorKey)
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/profiles/" DESTINATION ${CK_INSTALL_SHARE}/profiles
+        FILES_MATCHING PATTERN "*.yaml")
+install(FILES "${PROJECT_SOURCE_DIR}/checkpoints/greenformer_tiny_synthetic128.ts"
+        DESTINATION ${CK_INSTALL_SHARE}/checkpoints)
+if(TARGET corridorkey-engine)
+  set_target_properties(corridorkey-engine PROPERTIES INSTALL_RPATH "${CK_TORCH_LIB_DIR}")
+  install(TARGETS corridorkey-engine RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
