@@ -254,16 +254,20 @@ void load_weights(GreenFormerImpl& model, const Checkpoint& ck) {
              t.sizes(), ")");
 }
 
-GreenFormer load_green_former(const std::string& path, int64_t img_size) {
-  auto ck = read_checkpoint(path);
+GreenFormerConfig config_at(const Checkpoint& ck, int64_t img_size) {
   auto cfg = ck.config;
   if (img_size > 0) cfg.img_size = img_size;
   try {
     cfg.validate();
   } catch (const ConfigError& e) {
-    throw ConfigError(path + ": " + e.what());
+    throw ConfigError(ck.path + ": " + e.what());
   }
-  GreenFormer model(cfg);
+  return cfg;
+}
+
+GreenFormer load_green_former(const std::string& path, int64_t img_size) {
+  auto ck = read_checkpoint(path);
+  GreenFormer model(config_at(ck, img_size));
   load_weights(*model, ck);
   model->eval();
   return model;

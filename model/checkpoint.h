@@ -37,6 +37,10 @@ struct Checkpoint {
 /// ModelError (not a checkpoint, truncated, unsupported content), naming the file.
 Checkpoint read_checkpoint(const std::string& path);
 
+/// The checkpoint's architecture at img_size (0 = its own), validated; a bad size is a
+/// ConfigError naming the checkpoint file.
+GreenFormerConfig config_at(const Checkpoint& ckpt, int64_t img_size);
+
 /// Infers the architecture from tensor shapes (embed dim, depths, widths, grid -> img_size).
 /// num_heads is not visible in shapes; it comes from the known Hiera family widths.
 GreenFormerConfig infer_config(const Checkpoint& ckpt);

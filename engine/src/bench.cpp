@@ -33,9 +33,9 @@ double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-/// "NAME" or "NAME:field=value[,field=value]" (per-profile overrides, applied after the
-/// global ones), e.g. "optimized:model_precision=bfloat16".
-EngineOptions options_for(const BenchOptions& b, const std::string& spec) {
+}  // namespace
+
+EngineOptions bench_engine_options(const BenchOptions& b, const std::string& spec) {
   const auto colon = spec.find(':');
   auto o = load_profile(spec.substr(0, colon));
   for (const auto& [k, v] : b.overrides) set_profile_field(o, k, v);
@@ -56,6 +56,8 @@ EngineOptions options_for(const BenchOptions& b, const std::string& spec) {
   o.device = b.device;
   return o;
 }
+
+namespace {
 
 void fill_stats(BenchRow& row, const std::vector<double>& totals,
                 const std::vector<StageTimings>& stages) {
@@ -88,7 +90,7 @@ void take_peak(MemoryStats& peak, const MemoryStats& m) {
 std::vector<BenchRow> refiner_bench(const BenchOptions& b,
                                     const std::function<void(const BenchRow&)>& on_row) {
   return detail::rethrow_torch("refiner benchmark", [&] {
-    auto o = options_for(b, b.profiles.front());
+    auto o = bench_engine_options(b, b.profiles.front());
     model::GreenFormer net{nullptr};
     if (!b.checkpoint.empty()) {
       net = model::load_green_former(b.checkpoint, b.img_size);
@@ -156,7 +158,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
   std::vector<BenchRow> rows;
   std::vector<float> ref_alpha, ref_fg;
   for (const auto& p : b.profiles) {
-    auto engine = create_engine(options_for(b, p));
+    auto engine = create_engine(bench_engine_options(b, p));
     BenchRow row;
     row.profile = p;
     row.info = engine->info();

@@ -44,14 +44,7 @@ struct BaseEngine::Impl {
       } else {
         if (opt.checkpoint.empty()) opt.checkpoint = default_checkpoint();
         ck = model::read_checkpoint(opt.checkpoint);
-        auto cfg = ck.config;
-        if (opt.img_size > 0) cfg.img_size = opt.img_size;
-        try {
-          cfg.validate();
-        } catch (const ConfigError& e) {
-          throw ConfigError(opt.checkpoint + ": " + e.what());
-        }
-        net = model::GreenFormer(cfg);
+        net = model::GreenFormer(model::config_at(ck, opt.img_size));
         model::load_weights(*net, ck);
         net->eval();
         info.checkpoint = opt.checkpoint;

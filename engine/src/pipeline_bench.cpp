@@ -49,14 +49,7 @@ PipelineBenchResult run_pipeline_bench(const BenchOptions& b) {
     io::write_exr((dir / "AlphaHint" / (std::string(name) + ".exr")).string(), hint, "Y",
                   io::ExrCompression::Zip);
   }
-  auto eo = load_profile(b.profiles.front());
-  for (const auto& [k, v] : b.overrides) set_profile_field(eo, k, v);
-  validate_profile(eo, "bench overrides");
-  eo.checkpoint = b.checkpoint;
-  eo.random_weights_arch = b.checkpoint.empty() ? b.random_arch : "";
-  eo.random_weights_seed = b.seed;
-  eo.img_size = b.img_size;
-  eo.device = b.device;
+  const auto eo = bench_engine_options(b, b.profiles.front());
   InferenceOptions job;
   job.paths = {dir.string()};
   job.read_workers = b.read_workers;

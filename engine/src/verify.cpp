@@ -31,13 +31,7 @@ VerifyReport verify_checkpoint(const VerifyOptions& opt) {
 
   auto ck = model::read_checkpoint(opt.checkpoint);
   rep.format = ck.format == model::CheckpointFormat::TorchScript ? "torchscript" : "torch.save";
-  auto cfg = ck.config;
-  if (opt.img_size > 0) cfg.img_size = opt.img_size;
-  try {
-    cfg.validate();
-  } catch (const ConfigError& e) {
-    throw ConfigError(opt.checkpoint + ": " + e.what());
-  }
+  const auto cfg = model::config_at(ck, opt.img_size);
   rep.arch = cfg.arch;
   rep.img_size = cfg.img_size;
 

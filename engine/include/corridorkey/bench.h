@@ -56,6 +56,11 @@ struct BenchRow {
   double routed_stage2 = 1.0, routed_stage3 = 1.0;  // token routing: fraction attended
 };
 
+/// The engine options bench uses for one --profile spec: "NAME" or
+/// "NAME:field=value[,field=value]", after the global overrides; plus the bench's model,
+/// size and device.
+EngineOptions bench_engine_options(const BenchOptions& options, const std::string& profile_spec);
+
 /// Runs every profile; on_row (optional) is called as each row completes.
 std::vector<BenchRow> run_bench(const BenchOptions& options,
                                 const std::function<void(const BenchRow&)>& on_row = {});
