@@ -16,6 +16,7 @@
 #include <opencv2/imgproc.hpp>
 #include <opencv2/videoio.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
 
@@ -288,5 +289,42 @@ TEST_CASE("video clips and half-size hints", "[pipeline]") {
   CHECK_FALSE(fs::exists(clip / "Output" / "Matte" / "00001.exr"));
   const auto m = io::read_image((clip / "Output" / "Matte" / "00002.exr").string());
   CHECK((m.width == 256 && m.height == 144 && m.channels == 1));
+  fs::remove_all(root);
+}
+
+TEST_CASE("cancel (SIGINT / SIGTERM) finishes frames in flight and leaves nothing partial",
+          "[pipeline]") {
+  const auto root = ck_test::temp_dir("pipe_cancel");
+  const auto clip = make_clip(root, "x", 8);
+  std::atomic<bool> cancel{false};
+  InferenceOptions job;
+  job.paths = {clip.string()};
+  job.cancel = &cancel;
+  std::vector<std::string> kinds;
+  const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+    kinds.push_back(to_string(e.kind));
+    if (e.kind == PipelineEvent::Kind::FrameDone) cancel = true;  // as the signal handler does
+  });
+  CHECK(s.interrupted);
+  CHECK(s.frames_done >= 1);
+  CHECK(s.frames_done < 8);
+  CHECK(s.frames_failed == 0);
+  CHECK(kinds.back() == "job_done");
+  CHECK(temp_files(clip) == 0);
+  // Every frame reported done has all four outputs, complete.
+  size_t complete = 0;
+  for (const auto& e : fs::directory_iterator(clip / "Output" / "Matte")) {
+    const auto stem = e.path().stem().string();
+    CHECK(io::readable_output(e.path().string()));
+    CHECK(io::readable_output((clip / "Output" / "Processed" / (stem + ".exr")).string()));
+    CHECK(io::readable_output((clip / "Output" / "Comp" / (stem + ".png")).string()));
+    ++complete;
+  }
+  CHECK(complete == static_cast<size_t>(s.frames_done));
+  // A rerun with --skip-existing finishes the job.
+  job.cancel = nullptr;
+  job.skip_existing = true;
+  const auto r = run_inference(engine_opts(), job);
+  CHECK(r.frames_done + r.frames_skipped == 8);
   fs::remove_all(root);
 }

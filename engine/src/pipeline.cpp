@@ -149,6 +149,7 @@ class Pipeline {
     for (const auto& p : plans_)
       emit(PipelineEvent::Kind::ClipStarted, p.clip.name, "", p.clip.root,
            std::to_string(p.frames.size()) + " frames" + (p.linear ? ", linear input" : ""));
+    for (const auto& d : deferred_) emit(d.kind, d.clip, d.frame, d.file, d.message);
     std::vector<std::thread> readers, writers;
     for (int i = 0; i < job_.read_workers; ++i) readers.emplace_back([this] { reader(); });
     for (int i = 0; i < job_.write_workers; ++i) writers.emplace_back([this] { writer(); });
@@ -198,9 +199,10 @@ class Pipeline {
       if (n != nh) {
         CK_CHECK(job_.allow_mismatch, IoError, c.root, ": Input has ", n, " frames but AlphaHint has ",
                  nh, " (pair by position; --allow-mismatch truncates to the shorter)");
-        emit(PipelineEvent::Kind::Warning, c.name, "", c.root,
-             "Input has " + std::to_string(n) + " frames, AlphaHint " + std::to_string(nh) +
-                 ": keying the first " + std::to_string(std::min(n, nh)));
+        deferred_.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root,
+                             "Input has " + std::to_string(n) + " frames, AlphaHint " +
+                                 std::to_string(nh) + ": keying the first " +
+                                 std::to_string(std::min(n, nh))});
         n = std::min(n, nh);
       }
       CK_CHECK(n > 0, IoError, c.root, ": no frames in Input");
@@ -227,7 +229,8 @@ class Pipeline {
           const auto outs = outputs_for(p, p.stems[i]);
           if (std::all_of(outs.begin(), outs.end(), io::readable_output)) {
             ++summary_.frames_skipped;
-            emit(PipelineEvent::Kind::FrameSkipped, c.name, p.stems[i], outs.front(), "outputs exist");
+            deferred_.push_back({PipelineEvent::Kind::FrameSkipped, c.name, p.stems[i], outs.front(),
+                                 "outputs exist"});
             continue;
           }
         }
@@ -486,6 +489,11 @@ class Pipeline {
   io::ExrCompression compression_;
   detail::DmaRing dma_;
   std::vector<ClipPlan> plans_;
+  struct Deferred {  // events found while planning, sent after job_started
+    PipelineEvent::Kind kind;
+    std::string clip, frame, file, message;
+  };
+  std::vector<Deferred> deferred_;
   std::vector<FrameTask> tasks_;
   size_t next_task_ = 0;
   int readers_left_ = 0;
