@@ -111,6 +111,7 @@ TEST_CASE("compile modes that cannot apply say what runs instead", "[model]") {
 
 TEST_CASE("process_frame keys a frame: sizes, ranges, post-processing consistency", "[model]") {
   auto o = tiny("original", 128);
+  o.track_host_memory = true;
   o.despeckle = false;  // processed alpha must then equal the raw alpha
   o.despill_strength = 0.0;
   OriginalEngine e(o);

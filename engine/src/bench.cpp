@@ -54,6 +54,7 @@ EngineOptions bench_engine_options(const BenchOptions& b, const std::string& spe
   o.random_weights_seed = b.seed;
   o.img_size = b.img_size;
   o.device = b.device;
+  o.track_host_memory = true;  // allocator peaks are what bench reports
   return o;
 }
 

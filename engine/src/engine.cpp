@@ -74,7 +74,6 @@ FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& h
 }
 
 BaseEngine::ModelOutput BaseEngine::run_model(const std::vector<float>& input) {
-  // (routed_stage2/3 stay 1.0 unless token routing is on)
   auto& I = *impl_;
   const auto S = I.S;
   CK_CHECK(static_cast<int64_t>(input.size()) == 4 * S * S, IoError, "run_model: expected 4x",

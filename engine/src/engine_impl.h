@@ -29,7 +29,7 @@ struct BaseEngine::Impl {
     validate_profile(opt, "options");
     info.device = choose_device(opt.device, probe_devices());
     device = torch::Device(info.device);
-    detail::install_cpu_memory_tracker();
+    if (opt.track_host_memory) detail::install_cpu_memory_tracker();
     detail::apply_global_switches(opt, device.is_cuda(), info.notes);
     detail::rethrow_torch("loading the model", [&] {
       model::GreenFormer net{nullptr};

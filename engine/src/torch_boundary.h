@@ -19,6 +19,4 @@ auto rethrow_torch(const std::string& context, F&& f) -> decltype(f()) {
     throw ModelError(context + ": " + e.what_without_backtrace());
   }
 }
-
-/// torch::Device from a resolved device string ("cpu", "cuda:0", "mps").
 }  // namespace corridorkey::detail

@@ -34,8 +34,9 @@ struct StageTimings {
          postprocess_ms = 0, total_ms = 0;
 };
 
-/// Peak memory during one call. CUDA: caching-allocator peaks. CPU: bytes allocated by
-/// LibTorch's CPU allocator (peak above the call's start) and the process's peak RSS growth.
+/// Peak memory during one call. CUDA: caching-allocator peaks. CPU: the process's peak RSS
+/// growth, and (with EngineOptions::track_host_memory) bytes allocated by LibTorch's CPU
+/// allocator above the call's start, overall and per model stage.
 struct MemoryStats {
   uint64_t device_peak_allocated = 0;
   uint64_t device_peak_reserved = 0;

@@ -65,6 +65,11 @@ struct EngineOptions {
   int64_t despeckle_size = 400;  // minimum connected-component area kept (pixels)
   double refiner_scale = 1.0;
 
+  /// Count LibTorch's CPU allocations to report host_peak_allocated / per-stage peaks.
+  /// Installs a counting allocator for the whole process (a mutex per allocation), so it
+  /// is off unless asked for; `bench` turns it on. RSS-based peaks are always reported.
+  bool track_host_memory = false;
+
   /// Name of the profile these options came from ("custom" when built by hand).
   std::string profile = "custom";
 };
