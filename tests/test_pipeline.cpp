@@ -96,6 +96,7 @@ TEST_CASE("inference writes the four outputs, equal to the in-memory results", "
   const auto clip = make_clip(root, "shot010", 4);
   InferenceOptions job;
   job.paths = {clip.string()};
+  job.color = ColorSpace::Linear;  // the plates are written as scene-linear EXRs
   std::vector<std::string> kinds;
   const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) { kinds.push_back(to_string(e.kind)); });
   CHECK(s.frames_done == 4);
@@ -118,7 +119,7 @@ TEST_CASE("inference writes the four outputs, equal to the in-memory results", "
 
   // The same frame through the engine API, in memory.
   auto eo = engine_opts();
-  eo.input_is_linear = true;  // EXR plates are linear by default (ColorSpace::Auto)
+  eo.input_is_linear = true;  // as job.color above
   OriginalEngine engine(eo);
   const auto plate = io::read_image((clip / "Input" / "plate_0002.exr").string());
   const auto hint = io::read_image((clip / "AlphaHint" / "hint_0002.png").string());
@@ -233,6 +234,7 @@ TEST_CASE("bad inputs: clear errors, nothing partial", "[pipeline]") {
     plate.pixels[200] = INFINITY;
     io::write_exr((clip / "Input" / "plate_0001.exr").string(), plate, "RGB", io::ExrCompression::Zip);
     job.paths = {clip.string()};
+    job.color = ColorSpace::Linear;  // no "EXR keyed as sRGB" warning: only the NaN one
     std::vector<std::string> warnings;
     const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
       if (e.kind == PipelineEvent::Kind::Warning) warnings.push_back(e.message);
@@ -326,5 +328,30 @@ TEST_CASE("cancel (SIGINT / SIGTERM) finishes frames in flight and leaves nothin
   job.skip_existing = true;
   const auto r = run_inference(engine_opts(), job);
   CHECK(r.frames_done + r.frames_skipped == 8);
+  fs::remove_all(root);
+}
+
+TEST_CASE("EXR plates are keyed as sRGB by default, with a warning; --color auto is linear",
+          "[pipeline]") {
+  const auto root = ck_test::temp_dir("pipe_color");
+  const auto clip = make_clip(root, "c", 1);
+  InferenceOptions job;
+  job.paths = {clip.string()};
+  std::vector<std::string> warnings, started;
+  auto on = [&](const PipelineEvent& e) {
+    if (e.kind == PipelineEvent::Kind::Warning) warnings.push_back(e.message);
+    if (e.kind == PipelineEvent::Kind::ClipStarted) started.push_back(e.message);
+  };
+  run_inference(engine_opts(), job, on);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains("keyed as sRGB") && Contains("--linear"));
+  const auto srgb = io::read_image((clip / "Output" / "Matte" / "plate_0001.exr").string());
+  job.color = ColorSpace::Auto;
+  warnings.clear();
+  run_inference(engine_opts(), job, on);
+  CHECK(warnings.empty());
+  CHECK_THAT(started.back(), Contains("linear input"));
+  const auto lin = io::read_image((clip / "Output" / "Matte" / "plate_0001.exr").string());
+  CHECK(lin.pixels != srgb.pixels);  // the colour space reached the model
   fs::remove_all(root);
 }

@@ -55,14 +55,17 @@ void add_inference(CLI::App& app, int& exit_code) {
   auto despeckle_size = std::make_shared<int64_t>(400);
   auto refiner = std::make_shared<double>(1.0);
   auto despeckle = std::make_shared<int>(-1);  // -1 unset, 0 off, 1 on
-  auto color = std::make_shared<int>(0);       // 0 auto, 1 linear, 2 srgb
+  auto color = std::make_shared<std::string>("srgb");
 
   cmd->add_option("paths", job->paths, "clip folder(s) or folder(s) of clips")->required();
-  auto* lin = cmd->add_flag_callback("--linear", [color] { *color = 1; },
+  auto* lin = cmd->add_flag_callback("--linear", [color] { *color = "linear"; },
                                      "plates are scene-linear (converted to sRGB after the resize)");
-  auto* srgb = cmd->add_flag_callback("--srgb", [color] { *color = 2; },
-                                      "plates are sRGB (default: EXR linear, other formats sRGB)");
+  auto* srgb = cmd->add_flag_callback("--srgb", [color] { *color = "srgb"; },
+                                      "plates are sRGB (the default, as in the reference)");
+  auto* col = cmd->add_option("--color", *color, "srgb | linear | auto (auto: EXR linear, others sRGB)");
   lin->excludes(srgb);
+  col->excludes(lin);
+  col->excludes(srgb);
   cmd->add_option("--despill", *despill, "green despill strength 0..10 (5 = 0.5)")
       ->check(CLI::Range(0.0, 10.0))->capture_default_str();
   auto* ds = cmd->add_flag_callback("--despeckle", [despeckle] { *despeckle = 1; },
@@ -98,7 +101,11 @@ void add_inference(CLI::App& app, int& exit_code) {
     eo.despeckle_size = *despeckle_size;
     eo.refiner_scale = *refiner;
     if (*despeckle >= 0) eo.despeckle = *despeckle == 1;
-    job->color = *color == 1 ? ColorSpace::Linear : *color == 2 ? ColorSpace::Srgb : ColorSpace::Auto;
+    CK_CHECK(*color == "srgb" || *color == "linear" || *color == "auto", ConfigError,
+             "--color: invalid value '", *color, "' (expected srgb, linear or auto)");
+    job->color = *color == "linear" ? ColorSpace::Linear
+                 : *color == "auto" ? ColorSpace::Auto
+                                    : ColorSpace::Srgb;
     CK_CHECK(*on_error == "stop" || *on_error == "skip", ConfigError, "--on-error: invalid value '",
              *on_error, "' (expected stop or skip)");
     job->on_error = *on_error == "stop" ? OnError::Stop : OnError::Skip;

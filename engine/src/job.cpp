@@ -161,7 +161,7 @@ JobSpec load_job(const std::string& path) {
       const auto c = scalar(f, v, key);
       CK_CHECK(c == "auto" || c == "linear" || c == "srgb", ConfigError, w, ": key 'color': invalid value '",
                c, "' (expected auto, linear or srgb)");
-      job.inference.color = c == "linear" ? ColorSpace::Linear : c == "srgb" ? ColorSpace::Srgb : ColorSpace::Auto;
+      job.inference.color = c == "linear" ? ColorSpace::Linear : c == "auto" ? ColorSpace::Auto : ColorSpace::Srgb;
     } else if (key == "despill") {
       const auto d = as<double>(f, v, key, "0..10");
       CK_CHECK(d >= 0 && d <= 10, ConfigError, w, ": key 'despill': ", d, " is outside 0..10");

@@ -206,9 +206,12 @@ class Pipeline {
         n = std::min(n, nh);
       }
       CK_CHECK(n > 0, IoError, c.root, ": no frames in Input");
-      p.linear = job_.color == ColorSpace::Linear ||
-                 (job_.color == ColorSpace::Auto && !c.input.is_video() &&
-                  fs::path(c.input.frames[0]).extension() == ".exr");
+      const bool exr = !c.input.is_video() && fs::path(c.input.frames[0]).extension() == ".exr";
+      p.linear = job_.color == ColorSpace::Linear || (job_.color == ColorSpace::Auto && exr);
+      if (exr && job_.color == ColorSpace::Srgb)
+        deferred_.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root,
+                             "EXR plates keyed as sRGB (the reference's default); pass --linear "
+                             "(or --color auto) if they are scene-linear"});
       p.out = job_.output_root.empty() ? fs::path(c.root) / "Output" : fs::path(job_.output_root) / c.name;
       for (int i = 0; i < n; ++i)
         p.stems.push_back(c.input.is_video() ? zero_pad(i, 5) : fs::path(c.input.frames[i]).stem().string());

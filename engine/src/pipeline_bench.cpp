@@ -52,6 +52,7 @@ PipelineBenchResult run_pipeline_bench(const BenchOptions& b) {
   const auto eo = bench_engine_options(b, b.profiles.front());
   InferenceOptions job;
   job.paths = {dir.string()};
+  job.color = ColorSpace::Linear;  // the generated plates are scene-linear EXRs
   job.read_workers = b.read_workers;
   job.write_workers = b.write_workers;
   const auto s = run_inference(eo, job);

@@ -22,7 +22,9 @@
 CORRIDORKEY_NAMESPACE_BEGIN
 
 enum class OnError { Stop, Skip };
-enum class ColorSpace { Auto, Linear, Srgb };  // Auto: EXR plates linear, others sRGB
+/// How plates are interpreted. Srgb is the reference's default (it converts only when told
+/// the input is linear); Auto treats EXR plates as scene-linear and other formats as sRGB.
+enum class ColorSpace { Srgb, Linear, Auto };
 
 struct InferenceOptions {
   std::vector<std::string> paths;  // clip folders, clips roots, or both
@@ -35,7 +37,7 @@ struct InferenceOptions {
   bool skip_existing = false;
   OnError on_error = OnError::Stop;
   bool allow_mismatch = false;       // plate/hint frame counts differ: truncate + warn
-  ColorSpace color = ColorSpace::Auto;
+  ColorSpace color = ColorSpace::Srgb;
   int read_workers = 2;
   int write_workers = 2;
   /// Polled between frames; set from a signal handler to stop cleanly (frames in flight
