@@ -59,9 +59,9 @@ class GroupStats {
   void add(const torch::Tensor& a) {  // a: [B, C, h, w], core pixels only
     auto v = a.to(torch::kFloat).reshape({B_, G_, -1});
     const double nb = static_cast<double>(v.size(2));
-    auto mb = v.mean(-1);
-    auto m2b = (v - mb.unsqueeze(-1)).square().sum(-1);
-    auto mbd = mb.to(mean_.scalar_type()), m2bd = m2b.to(mean_.scalar_type());
+    // One Welford pass per tile (population variance), merged across tiles below.
+    auto [varb, mb] = torch::var_mean(v, /*dim=*/{-1}, /*correction=*/0, /*keepdim=*/false);
+    auto mbd = mb.to(mean_.scalar_type()), m2bd = (varb.to(mean_.scalar_type()) * nb);
     const double na = n_, n = na + nb;
     auto delta = mbd - mean_;
     mean_ = mean_ + delta * (nb / n);
