@@ -13,6 +13,7 @@
 #include "torch_boundary.h"
 
 #include <chrono>
+#include <iostream>
 #include <filesystem>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -23,6 +24,56 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 }  // namespace
+
+BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
+  validate_profile(opt, "options");
+  info.device = choose_device(opt.device, probe_devices());
+  device = torch::Device(info.device);
+  if (opt.track_host_memory) detail::install_cpu_memory_tracker();
+  detail::apply_global_switches(opt, device.is_cuda(), info.notes);
+  detail::rethrow_torch("loading the model", [&] {
+    model::GreenFormer net{nullptr};
+    model::Checkpoint ck;
+    if (opt.checkpoint.empty() && !opt.random_weights_arch.empty()) {
+      auto cfg = model::GreenFormerConfig::by_name(opt.random_weights_arch,
+                                                   opt.img_size ? opt.img_size : 512);
+      cfg.validate();
+      net = model::GreenFormer(cfg);
+      detail::randomize_weights(*net, opt.random_weights_seed);
+      info.checkpoint = "random:" + opt.random_weights_arch;
+    } else {
+      if (opt.checkpoint.empty()) opt.checkpoint = default_checkpoint();
+      ck = model::read_checkpoint(opt.checkpoint);
+      net = model::GreenFormer(model::config_at(ck, opt.img_size));
+      model::load_weights(*net, ck);
+      net->eval();
+      info.checkpoint = opt.checkpoint;
+    }
+    S = net->config().img_size;
+    info.img_size = S;
+    info.arch = net->config().arch;
+    for (const auto& p : net->parameters()) info.parameters += p.numel();
+    model::TokenRouter router{nullptr};
+    if (opt.token_routing) {
+      model::RoutingOptions ro;
+      ro.low = opt.edge_threshold_low;
+      ro.high = opt.edge_threshold_high;
+      ro.min_edge_tokens = opt.min_edge_tokens;
+      router = model::TokenRouter(net->config().encoder, S, ro);
+      if (router->load(ck.tensors, opt.checkpoint) == 0) {
+        const std::string msg =
+            "token_routing: no ltrm_stage* weights in the checkpoint, so the LTRMs are the "
+            "identity: easy tokens skip the routed blocks (faster, less accurate until fine-tuned)";
+        info.notes += msg + "\n";
+        std::cerr << "corridorkey: " << msg << "\n";
+      }
+    }
+    runner = std::make_unique<detail::ModelRunner>(net, opt, device, info.notes, router);
+    info.compile_mode_effective = runner->effective_compile_mode();
+    info.precision = runner->precision();
+  });
+  info.profile = opt.profile;
+}
 
 BaseEngine::BaseEngine(const EngineOptions& options) : impl_(std::make_unique<Impl>(options)) {}
 BaseEngine::~BaseEngine() = default;

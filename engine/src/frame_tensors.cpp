@@ -23,10 +23,11 @@ torch::Tensor view_to_tensor(const ImageView& v, int max_channels, const char* w
   auto src = torch::from_blob(const_cast<void*>(v.data), {v.height, v.width, c},
                               {static_cast<int64_t>(v.stride()) / es, v.channels, 1},
                               torch::TensorOptions().dtype(type));
-  auto out = src.to(torch::kFloat);  // copies
+  // One owned contiguous float copy whatever the source type or stride.
+  auto out = src.to(torch::kFloat, /*non_blocking=*/false, /*copy=*/true,
+                    torch::MemoryFormat::Contiguous);
   if (v.type == PixelType::UInt8) out.div_(255.0);
   if (v.type == PixelType::UInt16) out.div_(65535.0);
-  if (!out.is_contiguous() || out.data_ptr() == v.data) out = out.contiguous().clone();
   return out;
 }
 

@@ -293,7 +293,11 @@ JobSummary run_chunk(const JobSpec& job, const Chunk& chunk,
     total.failures.insert(total.failures.end(), s.failures.begin(), s.failures.end());
     total.interrupted |= s.interrupted;
     total.wall_ms += s.wall_ms;
+    total.read_ms += s.read_ms;
+    total.preprocess_ms += s.preprocess_ms;
     total.infer_ms += s.infer_ms;
+    total.postprocess_ms += s.postprocess_ms;
+    total.write_ms += s.write_ms;
     total.engine = s.engine;
     if (s.interrupted || (s.frames_failed && in.on_error == OnError::Stop)) break;
   }
