@@ -1,4 +1,4 @@
-#include "frame_tensors.h"
+#include "runtime/frame_tensors.h"
 
 #include <corridorkey/errors.h>
 

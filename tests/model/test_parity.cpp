@@ -2,7 +2,7 @@
 // from tools/greenformer_ref.py on timm) and the eager Python outputs saved as fixtures.
 #include "model/checkpoint.h"
 #include "model/sample_input.h"
-#include "support.h"
+#include "support/support.h"
 
 #include <catch2/catch.hpp>
 #include <torch/csrc/jit/serialization/import.h>

@@ -1,8 +1,8 @@
-#include "model_runner.h"
+#include "runtime/model_runner.h"
 
 #include <corridorkey/errors.h>
 
-#include "memory.h"
+#include "runtime/memory.h"
 #include "model/tiled_refiner.h"
 
 #include <ATen/autocast_mode.h>

@@ -1,12 +1,12 @@
 // The overlapped clip pipeline: readers -> one inference thread -> writers.
 #include <corridorkey/pipeline.h>
 
-#include "dma_ring.h"
-#include "engine_impl.h"
-#include "frame_tensors.h"
+#include "pipeline/dma_ring.h"
+#include "runtime/engine_impl.h"
+#include "runtime/frame_tensors.h"
 #include "io/clip.h"
 #include "io/image_io.h"
-#include "postprocess.h"
+#include "post/postprocess.h"
 
 #include <c10/core/InferenceMode.h>
 

@@ -4,8 +4,8 @@
 
 #include <corridorkey/engine.h>
 
-#include "model_runner.h"
-#include "torch_boundary.h"
+#include "runtime/model_runner.h"
+#include "runtime/torch_boundary.h"
 
 #include <memory>
 

@@ -4,7 +4,7 @@
 #include "model/functional.h"
 #include "model/green_former.h"
 #include "model/token_routing.h"
-#include "support.h"
+#include "support/support.h"
 
 #include <corridorkey/engine.h>
 #include <corridorkey/errors.h>

@@ -1,6 +1,6 @@
-#include "dma_ring.h"
+#include "pipeline/dma_ring.h"
 
-#include "frame_tensors.h"
+#include "runtime/frame_tensors.h"
 
 #ifdef CK_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>

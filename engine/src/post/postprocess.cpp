@@ -1,4 +1,4 @@
-#include "postprocess.h"
+#include "post/postprocess.h"
 
 #include <opencv2/imgproc.hpp>
 

@@ -4,7 +4,7 @@
 
 #include "model/checkpoint.h"
 #include "model/sample_input.h"
-#include "torch_boundary.h"
+#include "runtime/torch_boundary.h"
 
 #include <ATen/Context.h>
 #include <torch/csrc/jit/serialization/import.h>

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "../engine/src/io/image_io.h"
+#include "io/image_io.h"
 
 #include <nlohmann/json.hpp>
 

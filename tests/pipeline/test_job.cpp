@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "../engine/src/io/image_io.h"
-#include "support.h"
+#include "io/image_io.h"
+#include "support/support.h"
 
 #include <fstream>
 

@@ -1,7 +1,7 @@
 // Checkpoint loading: both formats, prefix stripping, pos_embed resize, and every error case.
 #include "model/checkpoint.h"
 #include "model/sample_input.h"
-#include "support.h"
+#include "support/support.h"
 
 #include <corridorkey/errors.h>
 

@@ -1,4 +1,4 @@
-#include "random_weights.h"
+#include "runtime/random_weights.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 

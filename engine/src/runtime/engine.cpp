@@ -3,14 +3,14 @@
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
 
-#include "engine_impl.h"
-#include "frame_tensors.h"
-#include "memory.h"
+#include "runtime/engine_impl.h"
+#include "runtime/frame_tensors.h"
+#include "runtime/memory.h"
 #include "model/checkpoint.h"
-#include "model_runner.h"
-#include "postprocess.h"
-#include "random_weights.h"
-#include "torch_boundary.h"
+#include "runtime/model_runner.h"
+#include "post/postprocess.h"
+#include "runtime/random_weights.h"
+#include "runtime/torch_boundary.h"
 
 #include <chrono>
 #include <iostream>

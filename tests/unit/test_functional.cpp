@@ -1,5 +1,5 @@
 #include "model/functional.h"
-#include "support.h"
+#include "support/support.h"
 
 #include <catch2/catch.hpp>
 

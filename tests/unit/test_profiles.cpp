@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "support.h"
+#include "support/support.h"
 
 using namespace corridorkey;
 using Catch::Matchers::Contains;

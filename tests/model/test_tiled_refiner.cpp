@@ -1,12 +1,12 @@
 // The exact tiled refiner against the untiled one: values and working memory.
 #include "model/refiner.h"
 #include "model/tiled_refiner.h"
-#include "support.h"
+#include "support/support.h"
 
 #include <catch2/catch.hpp>
 #include <c10/core/InferenceMode.h>
 
-#include "../engine/src/memory.h"
+#include "runtime/memory.h"
 
 using namespace corridorkey::model;
 

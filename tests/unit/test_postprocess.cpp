@@ -1,5 +1,5 @@
 // Post-processing formulas with known values (pipeline.md).
-#include "../engine/src/postprocess.h"
+#include "post/postprocess.h"
 
 #include <catch2/catch.hpp>
 

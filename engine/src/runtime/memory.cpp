@@ -1,4 +1,4 @@
-#include "memory.h"
+#include "runtime/memory.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>

@@ -2,7 +2,7 @@
 // checks the reference itself against torch's GroupNorm; the [cuda] half compares the
 // CUDA kernel with the reference and is skipped (visibly) without a GPU.
 #include "group_norm_apply.h"
-#include "support.h"
+#include "support/support.h"
 
 #include <catch2/catch.hpp>
 #include <torch/cuda.h>

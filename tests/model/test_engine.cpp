@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "model/sample_input.h"
-#include "support.h"
+#include "support/support.h"
 
 #include <cmath>
 

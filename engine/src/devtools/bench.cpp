@@ -3,12 +3,12 @@
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
 
-#include "memory.h"
+#include "runtime/memory.h"
 #include "model/checkpoint.h"
 #include "model/sample_input.h"
 #include "model/tiled_refiner.h"
-#include "random_weights.h"
-#include "torch_boundary.h"
+#include "runtime/random_weights.h"
+#include "runtime/torch_boundary.h"
 
 #include <c10/core/InferenceMode.h>
 
