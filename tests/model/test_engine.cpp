@@ -63,7 +63,6 @@ TEST_CASE("tiled refiner: fp32 alpha/fg within 1e-4 of the untiled refiner", "[m
   auto tiled = base;
   tiled.tiled_refiner = true;
   tiled.tile_size = 64;  // 16 tiles at 256
-  tiled.tile_overlap = 32;
   const auto d = drift(base, tiled, 256);
   INFO("alpha " << d.alpha << " fg " << d.fg);
   CHECK(d.alpha <= 1e-4);
@@ -74,7 +73,6 @@ TEST_CASE("optimized profile at fp32 stays within 1e-4 of original", "[model]") 
   auto opt = tiny("optimized");
   opt.model_precision = Precision::Float32;
   opt.tile_size = 64;
-  opt.tile_overlap = 32;
   const auto d = drift(tiny("original"), opt, 256);
   CHECK(d.alpha <= 1e-4);
   CHECK(d.fg <= 1e-4);

@@ -85,18 +85,28 @@ TEST_CASE("job schema errors name the key and line", "[unit]") {
   auto load = [&](const std::string& text) { return load_job(write(dir / "j.yaml", text).string()); };
   CHECK_THROWS_WITH(load("clips: [a]\nchunk_sise: 3\n"), Contains("j.yaml:2") && Contains("unknown key 'chunk_sise'"));
   CHECK_THROWS_WITH(load("clips: [a]\nchunk_size: many\n"), Contains("key 'chunk_size'") && Contains("'many'"));
-  CHECK_THROWS_WITH(load("clips: [a]\nchunk_size: 0\n"), Contains("chunk_size' must be > 0"));
-  CHECK_THROWS_WITH(load("clips: [a]\noutputs: [fg, alpha]\n"), Contains("unknown output 'alpha'"));
+  CHECK_THROWS_WITH(load("clips: [a]\nchunk_size: 0\n"), Contains("j.yaml:2: key 'chunk_size': invalid value '0'") && Contains("positive integer"));
+  CHECK_THROWS_WITH(load("clips: [a]\noutputs: [fg, alpha]\n"), Contains("'fg,alpha'") && Contains("subset of fg, matte, comp, processed"));
   CHECK_THROWS_WITH(load("clips: [a]\noverrides:\n  tile_size: 100\n"), Contains("j.yaml:3") && Contains("tile_size"));
   CHECK_THROWS_WITH(load("clips:\n  - path: a\n    frames: 9-2\n"), Contains("j.yaml:3") && Contains("9-2"));
   CHECK_THROWS_WITH(load("clips: [a]\nprofile: turbo\n"), Contains("key 'profile'") && Contains("turbo"));
   CHECK_THROWS_WITH(load("name: x\n"), Contains("nothing to key"));
-  CHECK_THROWS_WITH(load("clips: [a]\non_error: retry\n"), Contains("stop or skip"));
+  CHECK_THROWS_WITH(load("clips: [a]\non_error: retry\n"), Contains("one of stop, skip"));
+  CHECK_THROWS_WITH(load("clips: [a]\ndevice: foo\n"), Contains("key 'device'") && Contains("cuda:N"));
+  CHECK_THROWS_WITH(load("clips: [a]\nrefiner_scale: .nan\n"), Contains("key 'refiner_scale'"));
+  CHECK_THROWS_WITH(load("clips: [a]\nchunk_size: 2\nchunk_size: 3\n"), Contains("appears twice"));
+  CHECK_THROWS_WITH(load("clips: [a]\nname: \"x'$(touch y)\"\n"), Contains("key 'name'"));
+  CHECK_THROWS_WITH(load("clips: [a]\nskip_existing: false\n"), Contains("always skip"));
   CHECK_THROWS_WITH(load("clips: [a]\nimg_size: 100\n"), Contains("multiple of 32"));
   CHECK_THROWS_WITH(load("clips: [a\n"), Contains("not valid YAML"));
   const auto ok = load("clips: [a]\nprofile: optimized\noverrides: {tile_size: 384}\ndevice: cpu\n");
   CHECK(ok.engine.tile_size == 384);
   CHECK(ok.engine.flash_attention);  // from the profile
+  CHECK(ok.engine.device == "cpu");
+  const auto lst = load("clips: [a]\noutputs: [matte, comp]\ndespill: 2\nread_workers: 3\n");
+  CHECK((!lst.inference.fg && lst.inference.matte && lst.inference.comp));
+  CHECK(lst.engine.despill_strength == Approx(0.2));
+  CHECK(lst.inference.read_workers == 3);
   CHECK(ok.clips.front().path == (dir / "a").lexically_normal().string());  // relative to the file
   fs::remove_all(dir);
 }

@@ -1,15 +1,20 @@
-// Profile schema: one table drives YAML parsing, CLI overrides, printing and help.
+// Profiles: YAML files of Profile-scope fields, parsed and printed through the EngineOptions
+// table (config/engine_fields.cpp); plus the public option-table API.
 #include <corridorkey/errors.h>
+#include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
+
+#include "config/engine_fields.h"
+#include "config/inference_fields.h"
+#include "config/yaml_util.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
+#include <iostream>
 #include <sstream>
 
 #ifndef CK_SOURCE_PROFILE_DIR
@@ -40,154 +45,24 @@ const char* to_string(CompileMode m) {
   return "?";
 }
 
+const char* to_string(EngineKind k) {
+  return k == EngineKind::Original ? "original" : "optimized";
+}
+
 namespace {
 
-struct Field {
-  const char* key;
-  const char* help;
-  const char* allowed;  // shown in errors
-  std::function<void(EngineOptions&, const std::string&, const std::string&)> set;
-  std::function<std::string(const EngineOptions&)> get;
-};
+using config::engine_table;
 
-[[noreturn]] void bad(const std::string& where, const char* key, const std::string& value,
-                      const char* allowed) {
-  throw ConfigError(where + ": key '" + key + "': invalid value '" + value + "' (expected " +
-                    allowed + ")");
+/// Profile-scope rows only: what a profile file or set_profile_field may set.
+const config::Field<EngineOptions>* profile_row(const std::string& key) {
+  const auto* f = engine_table().find(key);
+  return f && f->info.scope == OptionScope::Profile ? f : nullptr;
 }
 
-bool parse_bool(const std::string& where, const char* key, const std::string& v) {
-  std::string s = v;
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (s == "true" || s == "yes" || s == "on" || s == "1") return true;
-  if (s == "false" || s == "no" || s == "off" || s == "0") return false;
-  bad(where, key, v, "true or false");
-}
-
-int64_t parse_int(const std::string& where, const char* key, const std::string& v,
-                  const char* allowed) {
-  char* end = nullptr;
-  const long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0') bad(where, key, v, allowed);
-  return x;
-}
-
-double parse_double(const std::string& where, const char* key, const std::string& v,
-                    const char* allowed) {
-  char* end = nullptr;
-  const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != '\0') bad(where, key, v, allowed);
-  return x;
-}
-
-std::string fmt(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
-#define CK_BOOL_FIELD(name, help)                                                     \
-  Field {                                                                              \
-    #name, help, "true or false",                                                      \
-        [](EngineOptions& o, const std::string& w, const std::string& v) {             \
-          o.name = parse_bool(w, #name, v);                                            \
-        },                                                                             \
-        [](const EngineOptions& o) { return std::string(o.name ? "true" : "false"); } \
-  }
-
-const std::vector<Field>& schema() {
-  static const std::vector<Field> fields{
-      CK_BOOL_FIELD(flash_attention, "4-D SDPA (flash / memory-efficient) in global attention"),
-      CK_BOOL_FIELD(fused_decoder, "decoders without the 1024-channel concat (linear_fuse folded)"),
-      CK_BOOL_FIELD(tiled_refiner, "exact tiled refiner with image-global GroupNorm statistics"),
-      Field{"tile_size", "refiner tile side in pixels", "a multiple of 8 >= 64, e.g. 512",
-            [](EngineOptions& o, const std::string& w, const std::string& v) {
-              const auto x = parse_int(w, "tile_size", v, "a multiple of 8 >= 64, e.g. 512");
-              if (x < 64 || x % 8 != 0) bad(w, "tile_size", v, "a multiple of 8 >= 64, e.g. 512");
-              o.tile_size = x;
-            },
-            [](const EngineOptions& o) { return std::to_string(o.tile_size); }},
-      Field{"tile_overlap", "halo budget per tile side (>= 16 px, < tile_size)",
-            "an integer >= 16 and < tile_size, e.g. 128",
-            [](EngineOptions& o, const std::string& w, const std::string& v) {
-              const auto x = parse_int(w, "tile_overlap", v, "an integer >= 16 and < tile_size");
-              if (x < 16) bad(w, "tile_overlap", v, "an integer >= 16 and < tile_size, e.g. 128");
-              o.tile_overlap = x;
-            },
-            [](const EngineOptions& o) { return std::to_string(o.tile_overlap); }},
-      CK_BOOL_FIELD(disable_cudnn_benchmark, "cudnn.benchmark off (process-global)"),
-      CK_BOOL_FIELD(cache_clearing, "release cached allocator blocks between stages"),
-      Field{"compile_mode", "none | default | reduce-overhead | max-autotune",
-            "one of none, default, reduce-overhead, max-autotune",
-            [](EngineOptions& o, const std::string& w, const std::string& v) {
-              for (auto m : {CompileMode::None, CompileMode::Default, CompileMode::ReduceOverhead,
-                             CompileMode::MaxAutotune})
-                if (v == to_string(m)) {
-                  o.compile_mode = m;
-                  return;
-                }
-              bad(w, "compile_mode", v, "one of none, default, reduce-overhead, max-autotune");
-            },
-            [](const EngineOptions& o) { return std::string(to_string(o.compile_mode)); }},
-      Field{"model_precision", "float32 | float16 | bfloat16 (fp32/fp16/bf16 accepted)",
-            "one of float32, float16, bfloat16",
-            [](EngineOptions& o, const std::string& w, const std::string& v) {
-              if (v == "float32" || v == "fp32") o.model_precision = Precision::Float32;
-              else if (v == "float16" || v == "fp16" || v == "half") o.model_precision = Precision::Float16;
-              else if (v == "bfloat16" || v == "bf16") o.model_precision = Precision::BFloat16;
-              else bad(w, "model_precision", v, "one of float32, float16, bfloat16");
-            },
-            [](const EngineOptions& o) { return std::string(to_string(o.model_precision)); }},
-      CK_BOOL_FIELD(mixed_precision, "autocast: fp32 weights, half-precision matmuls/convs"),
-      CK_BOOL_FIELD(tf32, "TF32 matmuls/convolutions on Ampere+ (process-global)"),
-      Field{"dma_buffers", "pinned host buffers for device->host copies", "an integer in 2..8",
-            [](EngineOptions& o, const std::string& w, const std::string& v) {
-              const auto x = parse_int(w, "dma_buffers", v, "an integer in 2..8");
-              if (x < 2 || x > 8) bad(w, "dma_buffers", v, "an integer in 2..8");
-              o.dma_buffers = x;
-            },
-            [](const EngineOptions& o) { return std::to_string(o.dma_buffers); }},
-      CK_BOOL_FIELD(token_routing, "route easy tokens around global attention (experimental)"),
-      Field{"edge_threshold_low", "hint above this is uncertain (edge)", "a number in [0, 1)",
-            [](EngineOptions& o, const std::string& w, const std::string& v) {
-              const auto x = parse_double(w, "edge_threshold_low", v, "a number in [0, 1)");
-              if (!(x >= 0 && x < 1)) bad(w, "edge_threshold_low", v, "a number in [0, 1)");
-              o.edge_threshold_low = x;
-            },
-            [](const EngineOptions& o) { return fmt(o.edge_threshold_low); }},
-      Field{"edge_threshold_high", "hint below this is uncertain (edge)", "a number in (0, 1]",
-            [](EngineOptions& o, const std::string& w, const std::string& v) {
-              const auto x = parse_double(w, "edge_threshold_high", v, "a number in (0, 1]");
-              if (!(x > 0 && x <= 1)) bad(w, "edge_threshold_high", v, "a number in (0, 1]");
-              o.edge_threshold_high = x;
-            },
-            [](const EngineOptions& o) { return fmt(o.edge_threshold_high); }},
-      Field{"min_edge_tokens", "fewer edge tokens than this: route all tokens",
-            "a non-negative integer, e.g. 64",
-            [](EngineOptions& o, const std::string& w, const std::string& v) {
-              const auto x = parse_int(w, "min_edge_tokens", v, "a non-negative integer, e.g. 64");
-              if (x < 0) bad(w, "min_edge_tokens", v, "a non-negative integer, e.g. 64");
-              o.min_edge_tokens = x;
-            },
-            [](const EngineOptions& o) { return std::to_string(o.min_edge_tokens); }},
-  };
-  return fields;
-}
-
-std::string normalise_key(std::string k) {
-  std::replace(k.begin(), k.end(), '-', '_');
-  return k;
-}
-
-const Field* find_field(const std::string& key) {
-  for (const auto& f : schema())
-    if (key == f.key) return &f;
-  return nullptr;
-}
-
-std::string known_keys() {
+std::string profile_keys() {
   std::string s;
-  for (const auto& f : schema()) s += (s.empty() ? "" : ", ") + std::string(f.key);
+  for (const auto& r : engine_table().rows())
+    if (r.info.scope == OptionScope::Profile) s += (s.empty() ? "" : ", ") + r.info.key;
   return s;
 }
 
@@ -213,42 +88,42 @@ std::string profile_dir() {
   return CK_SOURCE_PROFILE_DIR;
 }
 
-void set_profile_field(EngineOptions& o, const std::string& key_in, const std::string& value,
+void set_profile_field(EngineOptions& o, const std::string& key, const std::string& value,
                        const std::string& source) {
-  const auto key = normalise_key(key_in);
-  const Field* f = find_field(key);
-  CK_CHECK(f, ConfigError, source, ": unknown key '", key_in, "' (known keys: ", known_keys(), ")");
-  f->set(o, source, value);
+  CK_CHECK(profile_row(key), ConfigError, source, ": unknown key '", key,
+           "' (known keys: ", profile_keys(), ")");
+  engine_table().set(o, key, value, source);
 }
 
 void validate_profile(const EngineOptions& o, const std::string& source) {
-  CK_CHECK(o.tile_overlap < o.tile_size, ConfigError, source, ": key 'tile_overlap': value ",
-           o.tile_overlap, " must be smaller than tile_size ", o.tile_size);
   CK_CHECK(o.edge_threshold_low < o.edge_threshold_high, ConfigError, source,
            ": key 'edge_threshold_low': value ", o.edge_threshold_low,
            " must be smaller than edge_threshold_high ", o.edge_threshold_high);
+  CK_CHECK(!(o.token_routing && o.engine == EngineKind::Original), ConfigError, source,
+           ": key 'token_routing': needs 'engine: optimized' (OptimizedEngine owns the routing "
+           "modules)");
 }
 
 void apply_profile_yaml(EngineOptions& out, const std::string& text, const std::string& source) {
   EngineOptions o = out;  // all or nothing: `out` is untouched when the file has an error
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(source + ": not valid YAML: " + e.what());
-  }
+  const YAML::Node root = config::load_yaml(text, source);
   if (root.IsNull()) return;  // an empty file sets nothing
   CK_CHECK(root.IsMap(), ConfigError, source, ": expected a mapping of profile keys, e.g. "
            "'flash_attention: true'");
-  for (const auto& kv : root) {
-    const auto key = kv.first.as<std::string>();
-    const auto where = source + ":" + std::to_string(kv.first.Mark().line + 1);
-    CK_CHECK(find_field(normalise_key(key)), ConfigError, where, ": unknown key '", key,
-             "' (known keys: ", known_keys(), ")");
-    CK_CHECK(kv.second.IsScalar(), ConfigError, where, ": key '", key,
-             "': expected a single value, not a list or mapping");
-    set_profile_field(o, key, kv.second.Scalar(), where);
-  }
+  config::for_each_entry(root, source, [&](const std::string& key, const YAML::Node& value,
+                                           const std::string& where) {
+    if (config::normalise_key(key) == "tile_overlap") {
+      // Kept readable for the reference fork's profile files: the exact tiler reads the halo
+      // each layer needs and blends nothing, so an overlap means nothing here.
+      std::cerr << "corridorkey: warning: " << where
+                << ": key 'tile_overlap' is deprecated and ignored (the exact tiled refiner "
+                   "needs no overlap); remove it\n";
+      return;
+    }
+    CK_CHECK(profile_row(key), ConfigError, where, ": unknown key '", key,
+             "' (known keys: ", profile_keys(), ")");
+    set_profile_field(o, key, config::scalar(value, key, where), where);
+  });
   validate_profile(o, source);
   out = o;
 }
@@ -278,31 +153,62 @@ EngineOptions load_profile(const std::string& name_or_path) {
 
 std::vector<std::pair<std::string, std::string>> profile_fields(const EngineOptions& o) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& f : schema()) out.emplace_back(f.key, f.get(o));
+  for (const auto& r : engine_table().rows())
+    if (r.info.scope == OptionScope::Profile) out.emplace_back(r.info.key, r.format(o));
   return out;
 }
 
 std::vector<std::pair<std::string, std::string>> profile_schema() {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& f : schema()) out.emplace_back(f.key, f.help);
+  for (const auto& r : engine_table().rows())
+    if (r.info.scope == OptionScope::Profile) out.emplace_back(r.info.key, r.info.help);
   return out;
 }
 
-std::string to_yaml(const EngineOptions& o) {
+namespace {
+template <class T>
+std::string table_yaml(const config::Table<T>& table, const T& o, const std::string& head) {
   YAML::Emitter e;
   e << YAML::BeginMap;
-  e << YAML::Key << "profile" << YAML::Value << o.profile;
-  for (const auto& [k, v] : profile_fields(o)) e << YAML::Key << k << YAML::Value << v;
-  e << YAML::Key << "device" << YAML::Value << o.device;
-  e << YAML::Key << "checkpoint" << YAML::Value << o.checkpoint;
-  e << YAML::Key << "img_size" << YAML::Value << o.img_size;
-  e << YAML::Key << "refiner_scale" << YAML::Value << o.refiner_scale;
-  e << YAML::Key << "input_is_linear" << YAML::Value << o.input_is_linear;
-  e << YAML::Key << "despill_strength" << YAML::Value << o.despill_strength;
-  e << YAML::Key << "despeckle" << YAML::Value << o.despeckle;
-  e << YAML::Key << "despeckle_size" << YAML::Value << o.despeckle_size;
+  if (!head.empty()) e << YAML::Key << "profile" << YAML::Value << head;
+  for (const auto& r : table.rows()) e << YAML::Key << r.info.key << YAML::Value << r.format(o);
   e << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
+}
+}  // namespace
+
+std::string to_yaml(const EngineOptions& o) { return table_yaml(engine_table(), o, o.profile); }
+
+std::string to_yaml(const InferenceOptions& o) {
+  return table_yaml(config::inference_table(), o, "");
+}
+
+std::vector<OptionInfo> engine_option_fields() { return engine_table().info(); }
+std::vector<OptionInfo> inference_option_fields() { return config::inference_table().info(); }
+
+void set_engine_option(EngineOptions& o, const std::string& key, const std::string& value,
+                       const std::string& source) {
+  engine_table().set(o, key, value, source);
+}
+
+void set_inference_option(InferenceOptions& o, const std::string& key, const std::string& value,
+                          const std::string& source) {
+  config::inference_table().set(o, key, value, source);
+}
+
+std::string engine_option_value(const EngineOptions& o, const std::string& key) {
+  return engine_table().get(o, key);
+}
+
+std::string inference_option_value(const InferenceOptions& o, const std::string& key) {
+  return config::inference_table().get(o, key);
+}
+
+void validate_inference_options(const InferenceOptions& o, const std::string& source) {
+  CK_CHECK(o.fg || o.matte || o.comp || o.processed, ConfigError, source,
+           ": key 'outputs': select at least one of fg, matte, comp, processed");
+  CK_CHECK(o.read_workers >= 1 && o.write_workers >= 1, ConfigError, source,
+           ": read_workers / write_workers must be >= 1");
 }
 
 CORRIDORKEY_NAMESPACE_END

@@ -163,7 +163,7 @@ OptimizedEngine::OptimizedEngine(const EngineOptions& o) : BaseEngine(o) {}
 OptimizedEngine::OptimizedEngine() : BaseEngine(load_profile("optimized")) {}
 
 std::unique_ptr<BaseEngine> create_engine(const EngineOptions& o) {
-  if (o.profile == "original" && !o.token_routing) return std::make_unique<OriginalEngine>(o);
+  if (o.engine == EngineKind::Original) return std::make_unique<OriginalEngine>(o);
   return std::make_unique<OptimizedEngine>(o);
 }
 
