@@ -63,10 +63,11 @@ void add_bench(CLI::App& app, int& exit_code) {
         throw ConfigError("--clip-size: invalid value '" + *clip_size + "' (expected WxH, e.g. 3840x2160)");
       const auto r = run_pipeline_bench(*b);
       if (*json) {
+        const auto& t = r.stage_sums;
         std::cout << nlohmann::json{{"frames", r.frames}, {"wall_ms", r.wall_ms}, {"fps", r.fps},
-                                    {"read_ms", r.read_ms}, {"preprocess_ms", r.preprocess_ms},
-                                    {"infer_ms", r.infer_ms}, {"postprocess_ms", r.postprocess_ms},
-                                    {"write_ms", r.write_ms}, {"wall_over_infer", r.wall_over_infer}}
+                                    {"read_ms", t.read_ms}, {"preprocess_ms", t.preprocess_ms},
+                                    {"infer_ms", t.infer_ms}, {"postprocess_ms", t.postprocess_ms},
+                                    {"write_ms", t.write_ms}, {"wall_over_infer", r.wall_over_infer}}
                          .dump()
                   << std::endl;
       } else {
@@ -77,7 +78,8 @@ void add_bench(CLI::App& app, int& exit_code) {
                     r.fps, r.wall_over_infer);
         std::printf("per frame (stages overlap): read %.0f ms, preprocess %.0f ms, infer %.0f ms, "
                     "postprocess %.0f ms, write %.0f ms\n",
-                    r.read_ms / n, r.preprocess_ms / n, r.infer_ms / n, r.postprocess_ms / n, r.write_ms / n);
+                    r.stage_sums.read_ms / n, r.stage_sums.preprocess_ms / n, r.stage_sums.infer_ms / n,
+                    r.stage_sums.postprocess_ms / n, r.stage_sums.write_ms / n);
       }
       exit_code = kOk;
       return;

@@ -20,6 +20,12 @@ namespace {
 std::atomic<bool> g_cancel{false};
 extern "C" void on_signal(int) { g_cancel = true; }  // async-signal-safe: one atomic store
 
+nlohmann::json stage_json(const StageTimings& t) {
+  return {{"read", t.read_ms},       {"preprocess", t.preprocess_ms}, {"infer", t.infer_ms},
+          {"encoder", t.encoder_ms}, {"decoders", t.decoders_ms},     {"refiner", t.refiner_ms},
+          {"postprocess", t.postprocess_ms}, {"write", t.write_ms}};
+}
+
 nlohmann::json event_json(const PipelineEvent& e) {
   nlohmann::json j{{"event", to_string(e.kind)}};
   if (!e.clip.empty()) j["clip"] = e.clip;
@@ -28,9 +34,7 @@ nlohmann::json event_json(const PipelineEvent& e) {
   if (!e.message.empty()) j["message"] = e.message;
   j["done"] = e.frames_done;
   j["total"] = e.frames_total;
-  if (e.kind == PipelineEvent::Kind::FrameDone)
-    j["timings_ms"] = {{"read", e.read_ms}, {"preprocess", e.preprocess_ms}, {"infer", e.infer_ms},
-                       {"postprocess", e.postprocess_ms}, {"write", e.write_ms}};
+  if (e.kind == PipelineEvent::Kind::FrameDone) j["timings_ms"] = stage_json(e.timings);
   return j;
 }
 
@@ -89,20 +93,21 @@ void add_inference(CLI::App& app, int& exit_code) {
                        {"frames_failed", sum.frames_failed}, {"failures", sum.failures},
                        {"interrupted", sum.interrupted}, {"wall_ms", sum.wall_ms},
                        {"device", sum.engine.device}, {"checkpoint", sum.engine.checkpoint},
-                       {"stage_ms", {{"read", sum.read_ms}, {"preprocess", sum.preprocess_ms},
-                                     {"infer", sum.infer_ms}, {"postprocess", sum.postprocess_ms},
-                                     {"write", sum.write_ms}}}};
+                       {"infer_wait_ms", sum.infer_wait_ms},
+                       {"stage_ms", stage_json(sum.stage_sums)}};
       std::cout << j.dump() << std::endl;
     } else if (!*quiet) {
       const double n = std::max(1, sum.frames_done);
+      const auto& t = sum.stage_sums;
       std::fprintf(stderr,
                    "keyed %d/%d frames (%d skipped, %d failed) of %d clip(s) in %.1f s on %s (%.2f fps)\n"
                    "per frame: read %.0f ms, preprocess %.0f ms, infer %.0f ms, postprocess %.0f ms, "
-                   "write %.0f ms (stages overlap)\n",
+                   "write %.0f ms (stages overlap); inference waited %.0f%% of the wall time\n",
                    sum.frames_done, sum.frames_total, sum.frames_skipped, sum.frames_failed, sum.clips,
                    sum.wall_ms / 1000, sum.engine.device.c_str(),
-                   sum.frames_done / std::max(sum.wall_ms / 1000, 1e-9), sum.read_ms / n,
-                   sum.preprocess_ms / n, sum.infer_ms / n, sum.postprocess_ms / n, sum.write_ms / n);
+                   sum.frames_done / std::max(sum.wall_ms / 1000, 1e-9), t.read_ms / n,
+                   t.preprocess_ms / n, t.infer_ms / n, t.postprocess_ms / n, t.write_ms / n,
+                   100.0 * sum.infer_wait_ms / std::max(sum.wall_ms, 1e-9));
       for (const auto& f : sum.failures) std::fprintf(stderr, "failed: %s\n", f.c_str());
       for (const auto& p : job->paths) std::fprintf(stderr, "outputs under %s/**/Output/\n", p.c_str());
     }

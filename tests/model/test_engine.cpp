@@ -1,6 +1,7 @@
 // Engines end to end through the public API, and each optimization toggle's numerical
 // effect against the unoptimized path (bounds from the engines issue).
 #include <corridorkey/engine.h>
+#include <corridorkey/verify.h>
 #include <corridorkey/errors.h>
 #include <corridorkey/profile.h>
 
@@ -138,7 +139,7 @@ TEST_CASE("process_frame keys a frame: sizes, ranges, post-processing consistenc
   const float a = r.alpha.at(40, 30, 0), f = r.fg.at(40, 30, 1);
   const float lin = f <= 0.04045f ? f / 12.92f : std::pow((f + 0.055f) / 1.055f, 2.4f);
   CHECK(r.processed.pixels[(30 * W + 40) * 4 + 1] == Approx(lin * a).margin(1e-5));
-  CHECK(r.timings.model_ms > 0);
+  CHECK(r.timings.infer_ms > 0);
   CHECK(r.memory.host_peak_allocated > 0);
   // Deterministic.
   const auto r2 = e.process_frame(pv, hv);
@@ -161,7 +162,7 @@ TEST_CASE("engine errors are typed and name the problem", "[model]") {
   CHECK_THROWS_WITH(e.process_frame(empty, empty), Contains("plate"));
 }
 
-TEST_CASE("create_engine picks the class by profile", "[model]") {
+TEST_CASE("create_engine picks the class by the profile's engine field", "[model]") {
   auto e = create_engine(tiny("original", 128));
   CHECK(dynamic_cast<OriginalEngine*>(e.get()) != nullptr);
   auto o = tiny("optimized", 128);
@@ -170,4 +171,28 @@ TEST_CASE("create_engine picks the class by profile", "[model]") {
   CHECK(dynamic_cast<OptimizedEngine*>(e2.get()) != nullptr);
   CHECK(e2->info().arch == "tiny");
   CHECK(e2->info().img_size == 128);
+  // The field decides, not the profile's name.
+  auto renamed = tiny("original", 128);
+  renamed.profile = "my-studio-profile";
+  renamed.engine = EngineKind::Optimized;
+  auto e3 = create_engine(renamed);
+  CHECK(dynamic_cast<OptimizedEngine*>(e3.get()) != nullptr);
+  renamed.engine = EngineKind::Original;
+  renamed.profile = "optimized";
+  CHECK(dynamic_cast<OriginalEngine*>(create_engine(renamed).get()) != nullptr);
+}
+
+TEST_CASE("verify restores the process-global TF32 switches it changes", "[model]") {
+  auto& ctx = at::globalContext();
+  const bool before = ctx.allowTF32CuBLAS();
+  ctx.setAllowTF32CuBLAS(true);
+  ctx.setAllowTF32CuDNN(true);
+  VerifyOptions v;
+  v.checkpoint = ck_test::fixture("tiny128.ts");
+  v.device = "cpu";
+  const auto rep = verify_checkpoint(v);
+  CHECK(rep.passed);
+  CHECK(ctx.allowTF32CuBLAS());
+  CHECK(ctx.allowTF32CuDNN());
+  ctx.setAllowTF32CuBLAS(before);
 }

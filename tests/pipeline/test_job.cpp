@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "io/image_io.h"
+#include "runtime/model_factory.h"
 #include "support/support.h"
 
 #include <fstream>
@@ -123,8 +124,10 @@ TEST_CASE("job chunks run idempotently and resume", "[pipeline]") {
   REQUIRE(chunks.size() == 3);
   // 7 frames in 3 chunks: [0,2) [2,4) [4,7): the last is a:5 and b:2-3.
   REQUIRE(chunks[2].parts.size() == 2);
+  const auto loads = corridorkey::detail::checkpoint_loads();
   auto s = run_chunk(job, chunks[2]);
   CHECK(s.frames_done == 3);
+  CHECK(corridorkey::detail::checkpoint_loads() == loads + 1);  // one engine for both clip parts
   CHECK(fs::exists(root / "out" / "a" / "Matte" / "f5.exr"));
   CHECK(fs::exists(root / "out" / "b" / "Matte" / "f3.exr"));
   CHECK_FALSE(fs::exists(root / "out" / "b" / "Matte" / "f1.exr"));

@@ -37,7 +37,7 @@ struct BenchOptions {
 struct PipelineBenchResult {
   int frames = 0;
   double wall_ms = 0, fps = 0;
-  double read_ms = 0, preprocess_ms = 0, infer_ms = 0, postprocess_ms = 0, write_ms = 0;  // sums
+  StageTimings stage_sums;  // summed over frames
   double wall_over_infer = 0;  // wall time / summed inference time (1.0 = I/O fully hidden)
   std::string clip_dir;
 };

@@ -28,10 +28,25 @@ CORRIDORKEY_NAMESPACE_BEGIN
 
 struct EngineAccess;  // internal: the clip pipeline drives the engine's stages separately
 
-/// Milliseconds per stage of one process_frame() call.
+/// Milliseconds per stage: of one process_frame() call, of one frame in the clip pipeline
+/// (read and write too), or summed over frames with +=. infer_ms is the model forward
+/// (encoder + decoders + refiner, plus transfers in the pipeline).
 struct StageTimings {
-  double preprocess_ms = 0, encoder_ms = 0, decoders_ms = 0, refiner_ms = 0, model_ms = 0,
-         postprocess_ms = 0, total_ms = 0;
+  double read_ms = 0, preprocess_ms = 0, encoder_ms = 0, decoders_ms = 0, refiner_ms = 0,
+         infer_ms = 0, postprocess_ms = 0, write_ms = 0, total_ms = 0;
+
+  StageTimings& operator+=(const StageTimings& o) {
+    read_ms += o.read_ms;
+    preprocess_ms += o.preprocess_ms;
+    encoder_ms += o.encoder_ms;
+    decoders_ms += o.decoders_ms;
+    refiner_ms += o.refiner_ms;
+    infer_ms += o.infer_ms;
+    postprocess_ms += o.postprocess_ms;
+    write_ms += o.write_ms;
+    total_ms += o.total_ms;
+    return *this;
+  }
 };
 
 /// Peak memory during one call. CUDA: caching-allocator peaks. CPU: the process's peak RSS

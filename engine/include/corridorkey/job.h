@@ -57,11 +57,15 @@ std::vector<Chunk> plan_chunks(const JobFrames& frames, int n, int chunk_size);
 std::vector<Chunk> plan_clip_chunks(const JobFrames& frames, const std::string& clip_name, int n,
                                     int chunk_size);
 
-/// Runs one chunk (or all, chunk index 0). Idempotent: frames whose outputs exist and read
-/// back are skipped, so a rerun of a finished chunk does nothing and an interrupted one
-/// resumes. Returns the summed summary.
-JobSummary run_chunk(const JobSpec& job, const Chunk& chunk,
-                     const std::function<void(const PipelineEvent&)>& on_event = {});
+/// Runs one chunk. Idempotent: frames whose outputs exist and read back are skipped, so a
+/// rerun of a finished chunk does nothing and an interrupted one resumes. Builds one engine
+/// for all the chunk's clip parts (the checkpoint is loaded once). Returns the summed
+/// summary.
+CORRIDORKEY_API JobSummary run_chunk(const JobSpec& job, const Chunk& chunk,
+                                     const std::function<void(const PipelineEvent&)>& on_event = {});
+/// The same with an engine the caller owns (a worker keying many chunks loads once).
+CORRIDORKEY_API JobSummary run_chunk(BaseEngine& engine, const JobSpec& job, const Chunk& chunk,
+                                     const std::function<void(const PipelineEvent&)>& on_event = {});
 
 /// Scheduler templates. `cli` is the absolute path of corridorkey-engine to call.
 std::string export_openjd(const JobSpec& job, const JobFrames& frames, const std::string& cli);

@@ -27,7 +27,7 @@ struct PipelineEvent {
   Kind kind = Kind::JobStarted;
   std::string clip, frame, file, message;
   int frames_done = 0, frames_total = 0;
-  double read_ms = 0, preprocess_ms = 0, infer_ms = 0, postprocess_ms = 0, write_ms = 0;
+  StageTimings timings;  // frame_done: this frame's read .. write times
 };
 const char* to_string(PipelineEvent::Kind k);
 
@@ -36,16 +36,25 @@ struct JobSummary {
   std::vector<std::string> failures;  // "file: reason"
   bool interrupted = false;
   double wall_ms = 0;
-  // Summed over frames (each stage runs on its own threads, so they overlap in time).
-  double read_ms = 0, preprocess_ms = 0, infer_ms = 0, postprocess_ms = 0, write_ms = 0;
+  /// Time the inference thread spent waiting for a pre-processed frame (readers too slow).
+  double infer_wait_ms = 0;
+  /// Summed over frames (each stage runs on its own threads, so they overlap in time).
+  StageTimings stage_sums;
   EngineInfo engine;
 };
 
-/// Runs the job. Throws ConfigError / IoError / ModelError / DeviceError for problems found
-/// before any frame is keyed (bad options, no clips, count mismatch, checkpoint, device);
-/// per-frame problems are reported through events and the summary (and stop the job under
-/// OnError::Stop after the frames already in flight are written).
-JobSummary run_inference(const EngineOptions& engine_options, const InferenceOptions& job,
-                         const std::function<void(const PipelineEvent&)>& on_event = {});
+/// Keys the clips with an engine the caller owns (built once, reused for many calls: a
+/// farm task keying several clip parts loads the checkpoint once). Throws ConfigError /
+/// IoError for problems found before any frame is keyed (bad options, no clips, count
+/// mismatch); per-frame problems are reported through events and the summary (and stop the
+/// job under OnError::Stop after the frames already in flight are written).
+CORRIDORKEY_API JobSummary run_inference(BaseEngine& engine, const InferenceOptions& job,
+                                         const std::function<void(const PipelineEvent&)>& on_event = {});
+
+/// The same with an engine built from `engine_options` for this call (ModelError /
+/// DeviceError from loading it).
+CORRIDORKEY_API JobSummary run_inference(const EngineOptions& engine_options,
+                                         const InferenceOptions& job,
+                                         const std::function<void(const PipelineEvent&)>& on_event = {});
 
 CORRIDORKEY_NAMESPACE_END

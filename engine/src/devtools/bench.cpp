@@ -7,8 +7,9 @@
 #include "model/checkpoint.h"
 #include "model/sample_input.h"
 #include "model/tiled_refiner.h"
-#include "runtime/random_weights.h"
+#include "runtime/model_factory.h"
 #include "runtime/torch_boundary.h"
+#include "timing.h"
 
 #include <c10/core/InferenceMode.h>
 
@@ -74,7 +75,7 @@ void fill_stats(BenchRow& row, const std::vector<double>& totals,
   row.median_stages.encoder_ms = median(e);
   row.median_stages.decoders_ms = median(d);
   row.median_stages.refiner_ms = median(r);
-  row.median_stages.model_ms = row.median_ms;
+  row.median_stages.infer_ms = row.median_ms;
 }
 
 void take_peak(MemoryStats& peak, const MemoryStats& m) {
@@ -92,15 +93,7 @@ std::vector<BenchRow> refiner_bench(const BenchOptions& b,
                                     const std::function<void(const BenchRow&)>& on_row) {
   return detail::rethrow_torch("refiner benchmark", [&] {
     auto o = bench_engine_options(b, b.profiles.front());
-    model::GreenFormer net{nullptr};
-    if (!b.checkpoint.empty()) {
-      net = model::load_green_former(b.checkpoint, b.img_size);
-    } else {
-      auto cfg = model::GreenFormerConfig::by_name(b.random_arch, b.img_size);
-      net = model::GreenFormer(cfg);
-      detail::randomize_weights(*net, b.seed);
-    }
-    net->eval();
+    auto net = detail::make_model({b.checkpoint, b.img_size, b.random_arch, b.seed}).net;
     const torch::Device dev(choose_device(b.device, probe_devices()));
     net->to(dev);
     detail::install_cpu_memory_tracker();
@@ -120,12 +113,11 @@ std::vector<BenchRow> refiner_bench(const BenchOptions& b,
       torch::Tensor out;
       for (int i = 0; i < b.warmup + b.frames; ++i) {
         detail::PeakMemoryScope mem(dev);
-        const auto t0 = std::chrono::steady_clock::now();
+        const auto t0 = timing::Clock::now();
         out = tiled ? model::tiled_refiner_forward(*net->refiner, in, {o.tile_size})
                     : net->refiner->forward_input(in);
         if (dev.is_cuda()) out.cpu();
-        const double ms = std::chrono::duration<double, std::milli>(
-                              std::chrono::steady_clock::now() - t0).count();
+        const double ms = timing::ms_since(t0);
         const auto m = mem.finish();
         if (i < b.warmup) continue;
         t.push_back(ms);
@@ -170,7 +162,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
     for (int i = 0; i < b.warmup + b.frames; ++i) {
       out = engine->run_model(input);
       if (i < b.warmup) continue;
-      totals.push_back(out.timings.model_ms);
+      totals.push_back(out.timings.infer_ms);
       stages.push_back(out.timings);
       take_peak(row.peak, out.memory);
     }

@@ -62,12 +62,8 @@ PipelineBenchResult run_pipeline_bench(const BenchOptions& b) {
   r.frames = s.frames_done;
   r.wall_ms = s.wall_ms;
   r.fps = s.frames_done / (s.wall_ms / 1000.0);
-  r.read_ms = s.read_ms;
-  r.preprocess_ms = s.preprocess_ms;
-  r.infer_ms = s.infer_ms;
-  r.postprocess_ms = s.postprocess_ms;
-  r.write_ms = s.write_ms;
-  r.wall_over_infer = s.wall_ms / std::max(s.infer_ms, 1e-9);
+  r.stage_sums = s.stage_sums;
+  r.wall_over_infer = s.wall_ms / std::max(s.stage_sums.infer_ms, 1e-9);
   return r;
 }
 

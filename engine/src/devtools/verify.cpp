@@ -2,9 +2,11 @@
 #include <corridorkey/system.h>
 #include <corridorkey/verify.h>
 
-#include "model/checkpoint.h"
+#include "runtime/global_switches.h"
+#include "runtime/model_factory.h"
 #include "model/sample_input.h"
 #include "runtime/torch_boundary.h"
+#include "timing.h"
 
 #include <ATen/Context.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -13,32 +15,28 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-namespace {
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
+using timing::ms_since;
 
 VerifyReport verify_checkpoint(const VerifyOptions& opt) {
   VerifyReport rep;
   rep.checkpoint = opt.checkpoint;
   rep.device = choose_device(opt.device, probe_devices());
   const torch::Device device(rep.device);
-  // fp32 parity needs exact fp32 matmuls on both sides (TF32 changes results ~1e-3).
-  at::globalContext().setAllowTF32CuBLAS(false);
-  at::globalContext().setAllowTF32CuDNN(false);
+  // fp32 parity needs exact fp32 matmuls on both sides (TF32 changes results ~1e-3); the
+  // host's own setting is back when verify returns.
+  detail::GlobalSwitchGuard switches;
+  switches.disable_tf32();
   torch::NoGradGuard no_grad;
 
-  auto ck = model::read_checkpoint(opt.checkpoint);
+  auto loaded = detail::make_model({opt.checkpoint, opt.img_size, "", 0});
+  const auto& ck = loaded.checkpoint;
+  auto net = loaded.net;
   rep.format = ck.format == model::CheckpointFormat::TorchScript ? "torchscript" : "torch.save";
-  const auto cfg = model::config_at(ck, opt.img_size);
+  const auto& cfg = net->config();
   rep.arch = cfg.arch;
   rep.img_size = cfg.img_size;
 
   return detail::rethrow_torch(opt.checkpoint, [&] {
-    model::GreenFormer net(cfg);
-    model::load_weights(*net, ck);
-    net->eval();
     net->set_flash_attention(opt.flash_attention);
     net->to(device);
     for (const auto& p : net->parameters()) rep.parameters += p.numel();

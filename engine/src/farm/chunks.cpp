@@ -93,12 +93,19 @@ std::vector<Chunk> plan_clip_chunks(const JobFrames& jf, const std::string& name
 
 JobSummary run_chunk(const JobSpec& job, const Chunk& chunk,
                      const std::function<void(const PipelineEvent&)>& on_event) {
+  // One engine for every part of the chunk: the checkpoint is read once per task.
+  auto engine = create_engine(job.engine);
+  return run_chunk(*engine, job, chunk, on_event);
+}
+
+JobSummary run_chunk(BaseEngine& engine, const JobSpec& job, const Chunk& chunk,
+                     const std::function<void(const PipelineEvent&)>& on_event) {
   JobSummary total;
   for (const auto& part : chunk.parts) {
     auto in = job.inference;
     in.paths = {part.clip_path};
     in.frames = std::to_string(part.first) + "-" + std::to_string(part.last);
-    const auto s = run_inference(job.engine, in, on_event);
+    const auto s = run_inference(engine, in, on_event);
     total.clips += s.clips;
     total.frames_total += s.frames_total;
     total.frames_done += s.frames_done;
@@ -107,11 +114,8 @@ JobSummary run_chunk(const JobSpec& job, const Chunk& chunk,
     total.failures.insert(total.failures.end(), s.failures.begin(), s.failures.end());
     total.interrupted |= s.interrupted;
     total.wall_ms += s.wall_ms;
-    total.read_ms += s.read_ms;
-    total.preprocess_ms += s.preprocess_ms;
-    total.infer_ms += s.infer_ms;
-    total.postprocess_ms += s.postprocess_ms;
-    total.write_ms += s.write_ms;
+    total.infer_wait_ms += s.infer_wait_ms;
+    total.stage_sums += s.stage_sums;
     total.engine = s.engine;
     if (s.interrupted || (s.frames_failed && in.on_error == OnError::Stop)) break;
   }

@@ -5,12 +5,13 @@
 
 #include "runtime/engine_impl.h"
 #include "runtime/frame_tensors.h"
+#include "runtime/global_switches.h"
 #include "runtime/memory.h"
-#include "model/checkpoint.h"
 #include "runtime/model_runner.h"
 #include "post/postprocess.h"
-#include "runtime/random_weights.h"
+#include "runtime/model_factory.h"
 #include "runtime/torch_boundary.h"
+#include "timing.h"
 
 #include <chrono>
 #include <iostream>
@@ -18,12 +19,8 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-}  // namespace
+using timing::Clock;
+using timing::ms_since;
 
 BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
   validate_profile(opt, "options");
@@ -32,23 +29,13 @@ BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
   if (opt.track_host_memory) detail::install_cpu_memory_tracker();
   detail::apply_global_switches(opt, device.is_cuda(), info.notes);
   detail::rethrow_torch("loading the model", [&] {
-    model::GreenFormer net{nullptr};
-    model::Checkpoint ck;
-    if (opt.checkpoint.empty() && !opt.random_weights_arch.empty()) {
-      auto cfg = model::GreenFormerConfig::by_name(opt.random_weights_arch,
-                                                   opt.img_size ? opt.img_size : 512);
-      cfg.validate();
-      net = model::GreenFormer(cfg);
-      detail::randomize_weights(*net, opt.random_weights_seed);
-      info.checkpoint = "random:" + opt.random_weights_arch;
-    } else {
-      if (opt.checkpoint.empty()) opt.checkpoint = default_checkpoint();
-      ck = model::read_checkpoint(opt.checkpoint);
-      net = model::GreenFormer(model::config_at(ck, opt.img_size));
-      model::load_weights(*net, ck);
-      net->eval();
-      info.checkpoint = opt.checkpoint;
-    }
+    if (opt.checkpoint.empty() && opt.random_weights_arch.empty())
+      opt.checkpoint = default_checkpoint();
+    auto loaded = detail::make_model({opt.checkpoint, opt.img_size, opt.random_weights_arch,
+                                      opt.random_weights_seed});
+    auto net = loaded.net;
+    const auto& ck = loaded.checkpoint;
+    info.checkpoint = loaded.description;
     S = net->config().img_size;
     info.img_size = S;
     info.arch = net->config().arch;
@@ -99,7 +86,7 @@ FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& h
   res.timings.encoder_ms = run.timings.encoder_ms;
   res.timings.decoders_ms = run.timings.decoders_ms;
   res.timings.refiner_ms = run.timings.refiner_ms;
-  res.timings.model_ms = run.timings.model_ms;
+  res.timings.infer_ms = run.timings.infer_ms;
   t0 = Clock::now();
   detail::rethrow_torch("post-processing", [&] {
     auto a = detail::tensor_to_image(run.alpha);
@@ -136,7 +123,7 @@ BaseEngine::ModelOutput BaseEngine::run_model(const std::vector<float>& input) {
   out.timings.encoder_ms = run.timings.encoder_ms;
   out.timings.decoders_ms = run.timings.decoders_ms;
   out.timings.refiner_ms = run.timings.refiner_ms;
-  out.timings.model_ms = run.timings.model_ms;
+  out.timings.infer_ms = run.timings.infer_ms;
   out.memory = mem.finish();
   out.memory.encoder_peak = run.encoder_peak;
   out.memory.decoders_peak = run.decoders_peak;

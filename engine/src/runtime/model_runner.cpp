@@ -3,6 +3,7 @@
 #include <corridorkey/errors.h>
 
 #include "runtime/memory.h"
+#include "timing.h"
 #include "model/tiled_refiner.h"
 
 #include <ATen/autocast_mode.h>
@@ -22,10 +23,8 @@
 namespace corridorkey::detail {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
+using timing::Clock;
+const auto ms = timing::ms_between;
 
 torch::ScalarType to_dtype(Precision p) {
   switch (p) {
@@ -76,26 +75,6 @@ struct ModelRunner::Graph {
 struct ModelRunner::Aoti {
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
 };
-
-void apply_global_switches(const EngineOptions& o, bool uses_cuda, std::string& notes) {
-  static std::mutex m;
-  static bool applied = false;
-  static bool bench = false, tf32 = false;
-  std::lock_guard<std::mutex> lock(m);
-  if (!applied) {
-    bench = !o.disable_cudnn_benchmark;
-    tf32 = o.tf32;
-    at::globalContext().setBenchmarkCuDNN(bench);
-    at::globalContext().setAllowTF32CuBLAS(tf32);
-    at::globalContext().setAllowTF32CuDNN(tf32);
-    applied = true;
-    return;
-  }
-  if (uses_cuda && (bench != !o.disable_cudnn_benchmark || tf32 != o.tf32))
-    note(notes, "cudnn benchmark / tf32 are process-global and were already set by the first "
-                "engine (benchmark " + std::string(bench ? "on" : "off") + ", tf32 " +
-                    (tf32 ? "on" : "off") + "); this engine's values are not applied");
-}
 
 ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::Device device,
                          std::string& notes, model::TokenRouter router)
@@ -230,7 +209,7 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
   out.alpha = r.alpha.to(torch::kFloat);
   out.fg = r.fg.to(torch::kFloat);
   if (sync) torch::cuda::synchronize();
-  out.timings.model_ms = ms(t0, Clock::now());
+  out.timings.infer_ms = ms(t0, Clock::now());
   return out;
 }
 
@@ -246,7 +225,7 @@ ModelRun ModelRunner::run(const torch::Tensor& x) {
       ModelRun r;
       r.alpha = outs[outs.size() - 2].to(torch::kFloat);
       r.fg = outs.back().to(torch::kFloat);
-      r.timings.model_ms = ms(t0, Clock::now());
+      r.timings.infer_ms = ms(t0, Clock::now());
       return r;
     }
     case Exec::CudaGraph: {
@@ -279,7 +258,7 @@ ModelRun ModelRunner::run(const torch::Tensor& x) {
       r.alpha = graph_->alpha.clone();
       r.fg = graph_->fg.clone();
       torch::cuda::synchronize();
-      r.timings.model_ms = ms(t0, Clock::now());
+      r.timings.infer_ms = ms(t0, Clock::now());
       return r;
 #else
       throw ModelError("CUDA graphs requested in a build without CUDA");

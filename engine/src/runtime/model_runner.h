@@ -51,9 +51,4 @@ class ModelRunner {
   std::unique_ptr<Aoti> aoti_;
 };
 
-/// Applies cudnn.benchmark and TF32 once per process (they are process-global in
-/// LibTorch); a later CUDA engine asking for different values gets a note instead (they
-/// do nothing on CPU / MPS).
-void apply_global_switches(const EngineOptions& options, bool uses_cuda, std::string& notes);
-
 }  // namespace corridorkey::detail

@@ -1,0 +1,48 @@
+// Planning a run: clips discovered, frames selected (ranges, skip-existing), output folders
+// created, colour space decided; the one place that names a frame's output files.
+#pragma once
+
+#include <corridorkey/options.h>
+#include <corridorkey/pipeline.h>
+
+#include "io/clip.h"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace corridorkey::pipeline {
+
+struct ClipPlan {
+  io::Clip clip;
+  std::vector<int> frames;         // 0-based indices to key
+  std::vector<std::string> stems;  // output name of every frame of the clip
+  bool linear = false;             // plates are scene-linear
+  std::filesystem::path out;       // <clip>/Output or <output_root>/<clip>
+};
+
+/// The selected outputs of one frame (empty string = not selected).
+struct FrameOutputs {
+  std::string fg, matte, processed, comp;
+  std::vector<std::string> all() const;
+};
+FrameOutputs outputs_for(const ClipPlan& plan, const InferenceOptions& job,
+                         const std::string& stem);
+
+/// Something found while planning, reported after job_started.
+struct PlannedEvent {
+  PipelineEvent::Kind kind;
+  std::string clip, frame, file, message;
+};
+
+struct Plan {
+  std::vector<ClipPlan> clips;
+  std::vector<PlannedEvent> events;
+  int frames_total = 0, frames_skipped = 0;
+};
+
+/// Throws IoError / ConfigError for what makes the whole run impossible (no clips, count
+/// mismatch without allow_mismatch, bad frame ranges, unwritable output folders).
+Plan plan_job(const InferenceOptions& job);
+
+}  // namespace corridorkey::pipeline

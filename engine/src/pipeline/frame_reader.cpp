@@ -1,0 +1,142 @@
+#include "pipeline/frame_reader.h"
+
+#include <corridorkey/errors.h>
+
+#include "io/image_io.h"
+#include "runtime/frame_tensors.h"
+#include "runtime/torch_boundary.h"
+#include "timing.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <cmath>
+
+namespace corridorkey::pipeline {
+namespace {
+
+using timing::Clock;
+using timing::ms_since;
+
+/// Replaces NaN / Inf with 0; returns how many were found.
+size_t sanitize(Image& im) {
+  size_t bad = 0;
+  for (auto& v : im.pixels)
+    if (!std::isfinite(v)) {
+      v = 0.f;
+      ++bad;
+    }
+  return bad;
+}
+
+}  // namespace
+
+ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
+                              const std::string& file, double read_ms) const {
+  const auto& p = plans_[ci];
+  ReadItem it;
+  it.clip = ci;
+  it.index = index;
+  it.stem = p.stems[index];
+  it.file = file;
+  it.timings.read_ms = read_ms;
+  CK_CHECK(plate.channels >= 1, IoError, file, ": image has no channels");
+  if (plate.channels < 3) {  // grey plate: replicate to RGB
+    Image rgb;
+    rgb.width = plate.width;
+    rgb.height = plate.height;
+    rgb.channels = 3;
+    rgb.pixels.resize(static_cast<size_t>(plate.width) * plate.height * 3);
+    for (size_t i = 0; i < rgb.pixels.size(); ++i) rgb.pixels[i] = plate.pixels[(i / 3) * plate.channels];
+    plate = std::move(rgb);
+  }
+  if (size_t bad = sanitize(plate))
+    it.warnings.push_back(file + ": " + std::to_string(bad) + " NaN/Inf samples in the plate set to 0");
+  if (size_t bad = sanitize(hint))
+    it.warnings.push_back(file + ": " + std::to_string(bad) + " NaN/Inf samples in the hint set to 0");
+  for (auto& v : plate.pixels) v = std::max(v, 0.f);  // EXR negatives clamped (reference)
+  const double ar_p = static_cast<double>(plate.width) / plate.height;
+  const double ar_h = static_cast<double>(hint.width) / hint.height;
+  CK_CHECK(std::fabs(ar_p / ar_h - 1.0) <= 0.01, IoError, file, ": plate ", plate.width, "x",
+           plate.height, " and hint ", hint.width, "x", hint.height,
+           " have different aspect ratios (a hint may differ in size, not in shape)");
+  it.width = plate.width;
+  it.height = plate.height;
+  const auto t = Clock::now();
+  it.x = detail::rethrow_torch(file + ": pre-processing", [&] {
+    c10::InferenceMode guard;
+    auto pt = detail::view_to_tensor(plate.view(), 3, "plate");
+    auto ht = detail::view_to_tensor(hint.view(), 1, "hint");
+    return detail::preprocess(pt, ht, S_, p.linear, torch::kCPU);
+  });
+  it.timings.preprocess_ms = ms_since(t);
+  return it;
+}
+
+ReadItem FrameReader::read_frame(size_t ci, int index) const {
+  const auto& p = plans_[ci];
+  const auto& file = p.clip.input.frames[index];
+  try {
+    const auto t = Clock::now();
+    Image plate = io::read_image(file);
+    Image hint = io::read_image(p.clip.hint.frames[index]);
+    return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t));
+  } catch (const std::exception& e) {
+    return ReadItem::failed(ci, index, p.stems[index], file, e.what());
+  }
+}
+
+void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>& sink,
+                                  const std::function<bool()>& stopping) const {
+  const auto& p = plans_[ci];
+  std::unique_ptr<io::VideoReader> vin, vhint;
+  try {
+    if (p.clip.input.is_video()) vin = std::make_unique<io::VideoReader>(p.clip.input.video);
+    if (p.clip.hint.is_video()) vhint = std::make_unique<io::VideoReader>(p.clip.hint.video);
+  } catch (const std::exception& e) {
+    const int first = p.frames.front();
+    sink(ReadItem::failed(ci, first, p.stems[first], p.clip.root, e.what()));
+    return;
+  }
+  size_t k = 0;
+  for (int i = 0; k < p.frames.size() && !stopping(); ++i) {
+    const auto t = Clock::now();
+    const bool wanted = i == p.frames[k];
+    Image plate, hint;
+    const std::string file =
+        vin ? p.clip.input.video + "#" + std::to_string(i) : p.clip.input.frames[i];
+    std::string err;
+    try {
+      if (vin) {
+        CK_CHECK(vin->next(plate), IoError, p.clip.input.video, ": video ended at frame ", i,
+                 " (container reported ", p.clip.input.count(), ")");
+      } else if (wanted) {
+        plate = io::read_image(file);
+      }
+      if (vhint) {
+        CK_CHECK(vhint->next(hint), IoError, p.clip.hint.video, ": hint video ended at frame ", i);
+      } else if (wanted) {
+        hint = io::read_image(p.clip.hint.frames[i]);
+      }
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    if (!wanted && err.empty()) continue;  // decoded only to advance the stream
+    ReadItem it;
+    if (err.empty()) {
+      try {
+        it = prepare(ci, i, std::move(plate), std::move(hint), file, ms_since(t));
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+    }
+    if (!err.empty()) {
+      const int index = p.frames[k];
+      sink(ReadItem::failed(ci, index, p.stems[index], file, err));
+      return;  // a broken stream cannot continue
+    }
+    ++k;
+    if (!sink(std::move(it))) return;
+  }
+}
+
+}  // namespace corridorkey::pipeline

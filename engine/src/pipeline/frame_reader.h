@@ -1,0 +1,33 @@
+// Reader side of the pipeline: decode plates and hints (image sequences frame by frame,
+// videos in order) and pre-process them to the model's input.
+#pragma once
+
+#include "pipeline/clip_plan.h"
+#include "pipeline/frame_items.h"
+
+#include <functional>
+
+namespace corridorkey::pipeline {
+
+class FrameReader {
+ public:
+  FrameReader(const std::vector<ClipPlan>& plans, int64_t model_size)
+      : plans_(plans), S_(model_size) {}
+
+  /// One frame of an image sequence; never throws (a failure is a ReadItem with .error).
+  ReadItem read_frame(size_t clip, int index) const;
+
+  /// Every selected frame of a clip with a video plate or hint, in order, handed to `sink`
+  /// (which returns false to stop). A broken stream ends the clip with one failed item.
+  void read_video_clip(size_t clip, const std::function<bool(ReadItem)>& sink,
+                       const std::function<bool()>& stopping) const;
+
+ private:
+  ReadItem prepare(size_t clip, int index, Image plate, Image hint, const std::string& file,
+                   double read_ms) const;
+
+  const std::vector<ClipPlan>& plans_;
+  int64_t S_;
+};
+
+}  // namespace corridorkey::pipeline

@@ -1,0 +1,52 @@
+#include "runtime/global_switches.h"
+
+#include <ATen/Context.h>
+
+#include <iostream>
+#include <mutex>
+
+namespace corridorkey::detail {
+namespace {
+void note(std::string& notes, const std::string& line) {
+  notes += line + "\n";
+  std::cerr << "corridorkey: " << line << "\n";
+}
+}  // namespace
+
+void apply_global_switches(const EngineOptions& o, bool uses_cuda, std::string& notes) {
+  static std::mutex m;
+  static bool applied = false;
+  static bool bench = false, tf32 = false;
+  std::lock_guard<std::mutex> lock(m);
+  if (!applied) {
+    bench = !o.disable_cudnn_benchmark;
+    tf32 = o.tf32;
+    at::globalContext().setBenchmarkCuDNN(bench);
+    at::globalContext().setAllowTF32CuBLAS(tf32);
+    at::globalContext().setAllowTF32CuDNN(tf32);
+    applied = true;
+    return;
+  }
+  if (uses_cuda && (bench != !o.disable_cudnn_benchmark || tf32 != o.tf32))
+    note(notes, "cudnn benchmark / tf32 are process-global and were already set by the first "
+                "engine (benchmark " + std::string(bench ? "on" : "off") + ", tf32 " +
+                    (tf32 ? "on" : "off") + "); this engine's values are not applied");
+}
+
+GlobalSwitchGuard::GlobalSwitchGuard()
+    : benchmark_(at::globalContext().benchmarkCuDNN()),
+      tf32_cublas_(at::globalContext().allowTF32CuBLAS()),
+      tf32_cudnn_(at::globalContext().allowTF32CuDNN()) {}
+
+GlobalSwitchGuard::~GlobalSwitchGuard() {
+  at::globalContext().setBenchmarkCuDNN(benchmark_);
+  at::globalContext().setAllowTF32CuBLAS(tf32_cublas_);
+  at::globalContext().setAllowTF32CuDNN(tf32_cudnn_);
+}
+
+void GlobalSwitchGuard::disable_tf32() {
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
+}
+
+}  // namespace corridorkey::detail

@@ -1,0 +1,34 @@
+// The one way a GreenFormer is made, for the engine, bench and verify alike: read a
+// checkpoint (TorchScript archive or torch.save file) and build it at a model size, or
+// build an architecture with seeded random weights (benchmarks, tests).
+#pragma once
+
+#include "model/checkpoint.h"
+#include "model/green_former.h"
+
+#include <cstdint>
+#include <string>
+
+namespace corridorkey::detail {
+
+struct ModelSource {
+  std::string checkpoint;   // a file; empty -> random weights of random_arch
+  int64_t img_size = 0;     // 0 = the checkpoint's own (random weights: 512)
+  std::string random_arch;  // "hiera_base_plus" | "tiny"
+  uint64_t seed = 0;
+};
+
+struct LoadedModel {
+  model::GreenFormer net{nullptr};  // eval mode, float32, on the CPU
+  model::Checkpoint checkpoint;     // what was read (empty for random weights)
+  std::string description;          // the file, or "random:<arch>"
+};
+
+/// Throws IoError / ModelError naming the file, ConfigError for a bad size.
+LoadedModel make_model(const ModelSource& source);
+
+/// Checkpoint files read by make_model in this process (a farm task keying several clip
+/// parts must read its checkpoint once).
+uint64_t checkpoint_loads();
+
+}  // namespace corridorkey::detail
