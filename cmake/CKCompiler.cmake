@@ -8,6 +8,12 @@ set(CMAKE_CXX_EXTENSIONS OFF)
 # libraries -fPIC, and GCC rejects a PCH built with the other): one LibTorch PCH serves all
 # targets, and the static libraries can go into the installable shared library.
 set(CMAKE_POSITION_INDEPENDENT_CODE OFF)
+# Everything is compiled with hidden visibility: libcorridorkey_engine.so exports only what
+# the public headers mark CORRIDORKEY_API (export.h), not model/, kernels/, engine internals
+# or the LibTorch / nlohmann template instances they use (tests/unit/exported_symbols.sh).
+# Same flags for every target, so the one LibTorch PCH stays valid everywhere.
+set(CMAKE_CXX_VISIBILITY_PRESET hidden)
+set(CMAKE_VISIBILITY_INLINES_HIDDEN ON)
 add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fPIC> $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fPIC>)
 
 if(CK_USE_CCACHE)

@@ -16,9 +16,13 @@ foreach(_p IN LISTS _ck_parts)
 endforeach()
 target_link_options(corridorkey_engine PRIVATE
   "LINKER:--whole-archive" ${_ck_archives} "LINKER:--no-whole-archive")
+# Only the public API is exported (export.h, tests/unit/exported_symbols.sh).
+target_link_options(corridorkey_engine PRIVATE
+  "LINKER:--version-script=${PROJECT_SOURCE_DIR}/cmake/corridorkey_engine.map")
 # Archives named in link options are not link dependencies to the generator: relink the
 # shared library whenever one of them changes.
-set_property(TARGET corridorkey_engine APPEND PROPERTY LINK_DEPENDS ${_ck_archives})
+set_property(TARGET corridorkey_engine APPEND PROPERTY LINK_DEPENDS ${_ck_archives}
+             "${PROJECT_SOURCE_DIR}/cmake/corridorkey_engine.map")
 target_link_libraries(corridorkey_engine PUBLIC ck_headers
   PRIVATE ${CK_TORCH_TARGETS} yaml-cpp ${OpenCV_LIBS} OpenEXR::OpenEXR)
 set_target_properties(corridorkey_engine PROPERTIES

@@ -3,6 +3,7 @@
 // alpha/fg against the first profile.
 #pragma once
 
+#include <corridorkey/export.h>
 #include <corridorkey/engine.h>
 #include <corridorkey/options.h>
 
@@ -43,7 +44,7 @@ struct PipelineBenchResult {
 };
 
 /// Writes the synthetic clip, runs the pipeline, removes the clip.
-PipelineBenchResult run_pipeline_bench(const BenchOptions& options);
+CORRIDORKEY_API PipelineBenchResult run_pipeline_bench(const BenchOptions& options);
 
 struct BenchRow {
   std::string profile;
@@ -59,10 +60,10 @@ struct BenchRow {
 /// The engine options bench uses for one --profile spec: "NAME" or
 /// "NAME:field=value[,field=value]", after the global overrides; plus the bench's model,
 /// size and device.
-EngineOptions bench_engine_options(const BenchOptions& options, const std::string& profile_spec);
+CORRIDORKEY_API EngineOptions bench_engine_options(const BenchOptions& options, const std::string& profile_spec);
 
 /// Runs every profile; on_row (optional) is called as each row completes.
-std::vector<BenchRow> run_bench(const BenchOptions& options,
+CORRIDORKEY_API std::vector<BenchRow> run_bench(const BenchOptions& options,
                                 const std::function<void(const BenchRow&)>& on_row = {});
 
 CORRIDORKEY_NAMESPACE_END

@@ -15,6 +15,7 @@
 // All failures are corridorkey::Error subclasses; LibTorch errors never escape raw.
 #pragma once
 
+#include <corridorkey/export.h>
 #include <corridorkey/image.h>
 #include <corridorkey/options.h>
 #include <corridorkey/version.h>
@@ -81,7 +82,7 @@ struct EngineInfo {
   std::string notes;  // one line per option that could not apply as asked
 };
 
-class BaseEngine {
+class CORRIDORKEY_API BaseEngine {
  public:
   virtual ~BaseEngine();
   BaseEngine(const BaseEngine&) = delete;
@@ -113,7 +114,7 @@ class BaseEngine {
 };
 
 /// The reference behaviour: defaults to the "original" profile (every optimization off).
-class OriginalEngine : public BaseEngine {
+class CORRIDORKEY_API OriginalEngine : public BaseEngine {
  public:
   explicit OriginalEngine(const EngineOptions& options);
   OriginalEngine();  // "original" profile, bundled default checkpoint
@@ -121,7 +122,7 @@ class OriginalEngine : public BaseEngine {
 
 /// Defaults to the "optimized" profile; owns the token-routing modules when enabled
 /// (OriginalEngine refuses token_routing with a ConfigError).
-class OptimizedEngine : public BaseEngine {
+class CORRIDORKEY_API OptimizedEngine : public BaseEngine {
  public:
   explicit OptimizedEngine(const EngineOptions& options);
   OptimizedEngine();  // "optimized" profile, bundled default checkpoint
@@ -129,9 +130,9 @@ class OptimizedEngine : public BaseEngine {
 
 /// OriginalEngine for the "original" profile, OptimizedEngine otherwise. Device "auto"
 /// picks CUDA, then MPS, then CPU; an explicit device is honoured or throws DeviceError.
-std::unique_ptr<BaseEngine> create_engine(const EngineOptions& options);
+CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(const EngineOptions& options);
 
 /// Bundled default checkpoint path (checkpoints/ in the source tree or the install share).
-std::string default_checkpoint();
+CORRIDORKEY_API std::string default_checkpoint();
 
 CORRIDORKEY_NAMESPACE_END

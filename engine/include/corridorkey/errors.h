@@ -6,6 +6,7 @@
 // engine boundary and rethrown as one of these with context.
 #pragma once
 
+#include <corridorkey/export.h>
 #include <corridorkey/version.h>
 
 #include <sstream>
@@ -14,32 +15,32 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-class Error : public std::runtime_error {
+class CORRIDORKEY_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 /// Invalid options, profile or job files: unknown key, wrong type, out-of-range value.
-class ConfigError : public Error {
+class CORRIDORKEY_API ConfigError : public Error {
  public:
   using Error::Error;
 };
 
 /// Files that cannot be found, read, decoded or written.
-class IoError : public Error {
+class CORRIDORKEY_API IoError : public Error {
  public:
   using Error::Error;
 };
 
 /// Checkpoints that are not checkpoints, are truncated, or do not match the architecture;
 /// failures inside the network.
-class ModelError : public Error {
+class CORRIDORKEY_API ModelError : public Error {
  public:
   using Error::Error;
 };
 
 /// A requested device that does not exist or cannot run the model.
-class DeviceError : public Error {
+class CORRIDORKEY_API DeviceError : public Error {
  public:
   using Error::Error;
 };

@@ -3,6 +3,7 @@
 // Deadline 10) runs as independent tasks: `corridorkey-engine job run JOB --chunk I/N`.
 #pragma once
 
+#include <corridorkey/export.h>
 #include <corridorkey/options.h>
 #include <corridorkey/pipeline.h>
 
@@ -29,7 +30,7 @@ struct JobSpec {
 };
 
 /// Reads and validates a job file. ConfigError naming the file, line, key and problem.
-JobSpec load_job(const std::string& path);
+CORRIDORKEY_API JobSpec load_job(const std::string& path);
 
 /// One task: consecutive frames of one clip (1-based inclusive).
 struct ChunkPart {
@@ -43,18 +44,18 @@ struct Chunk {
 };
 
 /// Frames of every clip (after per-clip ranges), in clip order; needs the clips on disk.
-struct JobFrames {
+struct CORRIDORKEY_API JobFrames {
   std::vector<std::string> clip_paths, clip_names;
   std::vector<std::vector<int>> frames;  // 1-based frame numbers per clip
   int total() const;
 };
-JobFrames job_frames(const JobSpec& job);
+CORRIDORKEY_API JobFrames job_frames(const JobSpec& job);
 
 /// Splits all frames, clip by clip, into n nearly equal consecutive chunks (every frame in
 /// exactly one chunk; sizes differ by at most one). n = 0: ceil(total / chunk_size).
-std::vector<Chunk> plan_chunks(const JobFrames& frames, int n, int chunk_size);
+CORRIDORKEY_API std::vector<Chunk> plan_chunks(const JobFrames& frames, int n, int chunk_size);
 /// The same for one clip's frames only (one scheduler step per clip).
-std::vector<Chunk> plan_clip_chunks(const JobFrames& frames, const std::string& clip_name, int n,
+CORRIDORKEY_API std::vector<Chunk> plan_clip_chunks(const JobFrames& frames, const std::string& clip_name, int n,
                                     int chunk_size);
 
 /// Runs one chunk. Idempotent: frames whose outputs exist and read back are skipped, so a
@@ -68,8 +69,8 @@ CORRIDORKEY_API JobSummary run_chunk(BaseEngine& engine, const JobSpec& job, con
                                      const std::function<void(const PipelineEvent&)>& on_event = {});
 
 /// Scheduler templates. `cli` is the absolute path of corridorkey-engine to call.
-std::string export_openjd(const JobSpec& job, const JobFrames& frames, const std::string& cli);
-std::string export_slurm(const JobSpec& job, const JobFrames& frames, const std::string& cli,
+CORRIDORKEY_API std::string export_openjd(const JobSpec& job, const JobFrames& frames, const std::string& cli);
+CORRIDORKEY_API std::string export_slurm(const JobSpec& job, const JobFrames& frames, const std::string& cli,
                          const std::string& log_dir);
 
 CORRIDORKEY_NAMESPACE_END

@@ -11,6 +11,7 @@
 // renamed when complete: an interrupted run never leaves a partial file.
 #pragma once
 
+#include <corridorkey/export.h>
 #include <corridorkey/engine.h>
 #include <corridorkey/options.h>
 
@@ -29,7 +30,7 @@ struct PipelineEvent {
   int frames_done = 0, frames_total = 0;
   StageTimings timings;  // frame_done: this frame's read .. write times
 };
-const char* to_string(PipelineEvent::Kind k);
+CORRIDORKEY_API const char* to_string(PipelineEvent::Kind k);
 
 struct JobSummary {
   int clips = 0, frames_total = 0, frames_done = 0, frames_skipped = 0, frames_failed = 0;

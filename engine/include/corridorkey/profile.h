@@ -3,6 +3,7 @@
 // printed by one table row (option_fields.h); this header is the profile-level view of it.
 #pragma once
 
+#include <corridorkey/export.h>
 #include <corridorkey/options.h>
 
 #include <string>
@@ -12,11 +13,11 @@
 CORRIDORKEY_NAMESPACE_BEGIN
 
 /// Names of the bundled profiles: original, optimized, performance, experimental.
-std::vector<std::string> builtin_profiles();
+CORRIDORKEY_API std::vector<std::string> builtin_profiles();
 
 /// Folder the bundled profiles are read from: $CORRIDORKEY_PROFILE_DIR, else the source
 /// tree's profiles/ (build tree), else <prefix>/share/corridorkey/profiles (install).
-std::string profile_dir();
+CORRIDORKEY_API std::string profile_dir();
 
 /// Loads a profile by name (a bundled one) or by path (anything containing '/' or ending in
 /// .yaml/.yml). Starts from EngineOptions{} defaults; the YAML sets profile fields only.
@@ -24,28 +25,28 @@ std::string profile_dir();
 /// duplicate keys, wrong types, out-of-range values (tile_size not a multiple of 8,
 /// dma_buffers outside 2..8, thresholds outside 0..1 or low >= high, NaN / Inf anywhere).
 /// The retired key tile_overlap is accepted with a deprecation warning and ignored.
-EngineOptions load_profile(const std::string& name_or_path);
+CORRIDORKEY_API EngineOptions load_profile(const std::string& name_or_path);
 
 /// Parses YAML text (source names it in errors) into `options`.
-void apply_profile_yaml(EngineOptions& options, const std::string& yaml_text,
+CORRIDORKEY_API void apply_profile_yaml(EngineOptions& options, const std::string& yaml_text,
                         const std::string& source);
 
 /// Sets one profile field from its text form ("flash_attention", "true"); same checks and
 /// messages as the YAML path. Keys use snake_case; '-' is accepted for '_'.
-void set_profile_field(EngineOptions& options, const std::string& key, const std::string& value,
+CORRIDORKEY_API void set_profile_field(EngineOptions& options, const std::string& key, const std::string& value,
                        const std::string& source = "command line");
 
 /// Cross-field validation (edge thresholds low < high, token routing needs engine: optimized).
-void validate_profile(const EngineOptions& options, const std::string& source);
+CORRIDORKEY_API void validate_profile(const EngineOptions& options, const std::string& source);
 
 /// Every profile field as (key, text value), in schema order.
-std::vector<std::pair<std::string, std::string>> profile_fields(const EngineOptions& options);
+CORRIDORKEY_API std::vector<std::pair<std::string, std::string>> profile_fields(const EngineOptions& options);
 
 /// Profile field names in schema order, with one-line help each.
-std::vector<std::pair<std::string, std::string>> profile_schema();
+CORRIDORKEY_API std::vector<std::pair<std::string, std::string>> profile_schema();
 
 /// The resolved options as a YAML document: profile name, then every EngineOptions field of
 /// the table (profile fields, then run fields), readable back by the same table.
-std::string to_yaml(const EngineOptions& options);
+CORRIDORKEY_API std::string to_yaml(const EngineOptions& options);
 
 CORRIDORKEY_NAMESPACE_END

@@ -1,6 +1,7 @@
 // What this build and machine offer: LibTorch version, compiled features, devices.
 #pragma once
 
+#include <corridorkey/export.h>
 #include <corridorkey/version.h>
 
 #include <cstdint>
@@ -33,13 +34,13 @@ struct SystemInfo {
 };
 
 /// Probes LibTorch for the devices present. Never throws for missing drivers.
-DeviceAvailability probe_devices();
-SystemInfo system_info();
+CORRIDORKEY_API DeviceAvailability probe_devices();
+CORRIDORKEY_API SystemInfo system_info();
 
 /// Resolves a device request against what is available:
 ///   "auto" -> "cuda:0" if any CUDA device, else "mps", else "cpu";
 ///   "cuda" / "cuda:N" / "mps" / "cpu" -> itself, or DeviceError naming what is missing.
 /// Pure function of its inputs (tests pass faked availability).
-std::string choose_device(const std::string& request, const DeviceAvailability& available);
+CORRIDORKEY_API std::string choose_device(const std::string& request, const DeviceAvailability& available);
 
 CORRIDORKEY_NAMESPACE_END

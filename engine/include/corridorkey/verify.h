@@ -2,6 +2,7 @@
 // archives, compare every output with the archive's own forward.
 #pragma once
 
+#include <corridorkey/export.h>
 #include <corridorkey/version.h>
 
 #include <cstdint>
@@ -38,6 +39,6 @@ struct VerifyReport {
 };
 
 /// Throws IoError / ModelError / ConfigError / DeviceError with the file and problem named.
-VerifyReport verify_checkpoint(const VerifyOptions& options);
+CORRIDORKEY_API VerifyReport verify_checkpoint(const VerifyOptions& options);
 
 CORRIDORKEY_NAMESPACE_END
