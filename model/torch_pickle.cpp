@@ -640,6 +640,8 @@ class Machine {
   }
 
   void build(Value* obj, Value* state) {
+    if (state->kind == Kind::None || (state->kind == Kind::Dict && state->entries.empty()))
+      return;  // no attributes to set, whatever the object
     switch (obj->kind) {
       case Kind::Object:
         // A TorchScript object's state: the attribute dict, or what its __getstate__
