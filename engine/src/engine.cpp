@@ -44,6 +44,10 @@ BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
     } else {
       if (opt.checkpoint.empty()) opt.checkpoint = default_checkpoint();
       ck = model::read_checkpoint(opt.checkpoint);
+      if (const auto ignored = ck.ignored_summary(); !ignored.empty()) {  // one line per load
+        info.notes += opt.checkpoint + ": " + ignored + "\n";
+        std::cerr << "corridorkey: " << opt.checkpoint << ": " << ignored << "\n";
+      }
       net = model::GreenFormer(model::config_at(ck, opt.img_size));
       model::load_weights(*net, ck);
       net->eval();
