@@ -6,6 +6,7 @@
 #include <caffe2/serialize/inline_container.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>

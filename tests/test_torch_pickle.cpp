@@ -128,18 +128,24 @@ const char* const kProtocolPickles[] = {
     "944b014b024b038794284b014b024b034b04749474948c066e6573746564947d948c016b945d945d9461738c06736861"
     "726564945d94285d944b0761682065752e",};
 
-/// torch._utils._rebuild_tensor_v2 over a fresh storage, written with protocol 0 opcodes.
-std::string tensor_pickle(const std::string& storage_type, int64_t storage_numel, int64_t offset,
-                          const std::vector<int64_t>& size, const std::vector<int64_t>& stride) {
+/// The argument tuple of torch._utils._rebuild_tensor_v2 over a fresh storage, written with
+/// protocol 0 opcodes: (storage, offset, size, stride, requires_grad, hooks).
+std::string tensor_args(const std::string& storage_type, int64_t storage_numel, int64_t offset,
+                        const std::vector<int64_t>& size, const std::vector<int64_t>& stride) {
   std::ostringstream p;
-  p << "ctorch._utils\n_rebuild_tensor_v2\n(";
-  p << "(Vstorage\nctorch\n" << storage_type << "\nV0\nVcpu\nI" << storage_numel << "\ntQ";
+  p << "((Vstorage\nctorch\n" << storage_type << "\nV0\nVcpu\nI" << storage_numel << "\ntQ";
   p << "I" << offset << "\n(";
   for (auto s : size) p << "I" << s << "\n";
   p << "t(";
   for (auto s : stride) p << "I" << s << "\n";
-  p << "tI00\nccollections\nOrderedDict\n)RtR.";
+  p << "tI00\nccollections\nOrderedDict\n)Rt";
   return p.str();
+}
+
+std::string tensor_pickle(const std::string& storage_type, int64_t storage_numel, int64_t offset,
+                          const std::vector<int64_t>& size, const std::vector<int64_t>& stride) {
+  return "ctorch._utils\n_rebuild_tensor_v2\n" +
+         tensor_args(storage_type, storage_numel, offset, size, stride) + "R.";
 }
 
 /// Every outcome of unpickling hostile bytes is a value or a ModelError.
@@ -275,6 +281,39 @@ TEST_CASE("unpickler: tensors are views of one storage, bounds checked", "[unit]
     }
     // A stride-0 view within the expansion bound is what torch.save writes for expand().
     CHECK(unpickle(tensor_pickle("FloatStorage", 1, 0, {1000}, {0})).root().tensor.numel() == 1000);
+  }
+  SECTION("Parameter and tensor-subclass wrappers give the tensor itself") {
+    const auto args = tensor_args("FloatStorage", 4, 0, {4}, {1});
+    const std::string v2 = "ctorch._utils\n_rebuild_tensor_v2\n" + args + "R";
+    const std::string hooks = "ccollections\nOrderedDict\n)R";
+    for (const auto& bytes : std::vector<std::string>{
+             "ctorch._utils\n_rebuild_parameter\n(" + v2 + "I01\n" + hooks + "tR.",
+             "ctorch._utils\n_rebuild_parameter_with_state\n(" + v2 + "I01\n" + hooks + "}tR.",
+             "ctorch.nn.parameter\nParameter\n(" + v2 + "tR.",
+             "ctorch._tensor\n_rebuild_from_type_v2\n(ctorch._utils\n_rebuild_tensor_v2\n"
+             "ctorch.nn.parameter\nParameter\n" + args + "}tR.",
+             // pre-1.0 files: _rebuild_tensor(storage, offset, size, stride)
+             "ctorch._utils\n_rebuild_tensor\n((Vstorage\nctorch\nFloatStorage\nV0\nVcpu\nI4\ntQ"
+             "I0\n(I4\nt(I1\nttR."}) {
+      INFO(bytes);
+      const auto p = unpickle(bytes);
+      REQUIRE(p.root().kind == pk::Kind::Tensor);
+      CHECK(p.root().tensor.sizes() == torch::IntArrayRef{4});
+    }
+    CHECK_THROWS_WITH(unpickle("ctorch._tensor\n_rebuild_from_type_v2\n(ctorch._utils\n"
+                               "_rebuild_tensor_v2\nccollections\nOrderedDict\n" + args + "}tR."),
+                      Contains("only Tensor and Parameter"));
+    // _rebuild_tensor_v3: an untyped (byte) storage read as the dtype it names.
+    const auto v3 = unpickle(
+        "ctorch._utils\n_rebuild_tensor_v3\n((Vstorage\nctorch.storage\nUntypedStorage\nV0\nVcpu\n"
+        "I12\ntQI1\n(I5\nt(I1\ntI00\nccollections\nOrderedDict\n)Rctorch\nuint16\ntR.");
+    CHECK(v3.root().tensor.dtype() == torch::kUInt16);
+    CHECK(v3.root().tensor.numel() == 5);
+    CHECK_THROWS_WITH(
+        unpickle("ctorch._utils\n_rebuild_tensor_v3\n((Vstorage\nctorch.storage\nUntypedStorage\n"
+                 "V0\nVcpu\nI12\ntQI1\n(I6\nt(I1\ntI00\nccollections\nOrderedDict\n)Rctorch\n"
+                 "uint16\ntR."),
+        Contains("reaches element 6 of a storage holding 6"));
   }
   SECTION("storage persistent ids are validated") {
     CHECK_THROWS_WITH(unpickle("(Vstorage\nctorch\nFloatStorage\nV0\nVcpu\nI-1\ntQ."),
