@@ -1,5 +1,4 @@
 #include "commands.h"
-#include "profile_args.h"
 
 #include <corridorkey/bench.h>
 #include <corridorkey/errors.h>

@@ -1,5 +1,5 @@
 #include "commands.h"
-#include "profile_args.h"
+#include "option_args.h"
 
 #include <corridorkey/errors.h>
 #include <corridorkey/pipeline.h>
@@ -45,79 +45,18 @@ std::string hms(double s) {
 
 void add_inference(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("inference", "Key clips end to end: FG, Matte, Processed, Comp");
-  auto job = std::make_shared<InferenceOptions>();
-  auto args = add_profile_args(cmd, "optimized");
+  auto paths = std::make_shared<std::vector<std::string>>();
+  auto args = add_engine_flags(cmd, "optimized", /*run_fields=*/true);
+  add_inference_flags(cmd, args);
   auto json = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
-  auto outputs = std::make_shared<std::string>("fg,matte,comp,processed");
-  auto on_error = std::make_shared<std::string>("stop");
-  auto despill = std::make_shared<double>(5.0);
-  auto despeckle_size = std::make_shared<int64_t>(400);
-  auto refiner = std::make_shared<double>(1.0);
-  auto despeckle = std::make_shared<int>(-1);  // -1 unset, 0 off, 1 on
-  auto color = std::make_shared<std::string>("srgb");
-
-  cmd->add_option("paths", job->paths, "clip folder(s) or folder(s) of clips")->required();
-  auto* lin = cmd->add_flag_callback("--linear", [color] { *color = "linear"; },
-                                     "plates are scene-linear (converted to sRGB after the resize)");
-  auto* srgb = cmd->add_flag_callback("--srgb", [color] { *color = "srgb"; },
-                                      "plates are sRGB (the default, as in the reference)");
-  auto* col = cmd->add_option("--color", *color, "srgb | linear | auto (auto: EXR linear, others sRGB)");
-  lin->excludes(srgb);
-  col->excludes(lin);
-  col->excludes(srgb);
-  cmd->add_option("--despill", *despill, "green despill strength 0..10 (5 = 0.5)")
-      ->check(CLI::Range(0.0, 10.0))->capture_default_str();
-  auto* ds = cmd->add_flag_callback("--despeckle", [despeckle] { *despeckle = 1; },
-                                    "remove small matte islands (default on)");
-  auto* nds = cmd->add_flag_callback("--no-despeckle", [despeckle] { *despeckle = 0; },
-                                     "keep the raw matte islands in Processed/Comp");
-  ds->excludes(nds);
-  cmd->add_option("--despeckle-size", *despeckle_size, "minimum island area in pixels")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--refiner-scale,--refiner", *refiner, "multiplier of the refiner's correction")
-      ->capture_default_str();
-  cmd->add_option("--outputs", *outputs, "comma-separated subset of fg,matte,comp,processed")
-      ->capture_default_str();
-  cmd->add_option("--exr-compression", job->exr_compression,
-                  "zip | zips | piz | pxr24 | dwaa | dwab | rle | none")->capture_default_str();
-  cmd->add_option("--comp-format", job->comp_format, "png | exr")->capture_default_str();
-  cmd->add_option("--frames", job->frames, "frame ranges A-B[,C-D], 1-based inclusive");
-  cmd->add_flag("--skip-existing", job->skip_existing,
-                "skip frames whose selected outputs all exist and read back");
-  cmd->add_option("--on-error", *on_error, "stop | skip")->capture_default_str();
-  cmd->add_flag("--allow-mismatch", job->allow_mismatch,
-                "plate/hint frame counts differ: key the shorter length, with a warning");
-  cmd->add_option("--read-workers", job->read_workers, "decode + pre-process threads")
-      ->check(CLI::Range(1, 64))->capture_default_str();
-  cmd->add_option("--write-workers", job->write_workers, "post-process + encode threads")
-      ->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("paths", *paths, "clip folder(s) or folder(s) of clips")->required();
   cmd->add_flag("--json", *json, "NDJSON events on stdout");
   cmd->add_flag("--quiet", *quiet, "no progress bar or summary");
 
   cmd->callback([=, &exit_code] {
-    auto eo = args->resolve();
-    eo.despill_strength = *despill / 10.0;
-    eo.despeckle_size = *despeckle_size;
-    eo.refiner_scale = *refiner;
-    if (*despeckle >= 0) eo.despeckle = *despeckle == 1;
-    CK_CHECK(*color == "srgb" || *color == "linear" || *color == "auto", ConfigError,
-             "--color: invalid value '", *color, "' (expected srgb, linear or auto)");
-    job->color = *color == "linear" ? ColorSpace::Linear
-                 : *color == "auto" ? ColorSpace::Auto
-                                    : ColorSpace::Srgb;
-    CK_CHECK(*on_error == "stop" || *on_error == "skip", ConfigError, "--on-error: invalid value '",
-             *on_error, "' (expected stop or skip)");
-    job->on_error = *on_error == "stop" ? OnError::Stop : OnError::Skip;
-    job->fg = job->matte = job->comp = job->processed = false;
-    std::stringstream ss(*outputs);
-    for (std::string o; std::getline(ss, o, ',');) {
-      if (o == "fg") job->fg = true;
-      else if (o == "matte") job->matte = true;
-      else if (o == "comp") job->comp = true;
-      else if (o == "processed") job->processed = true;
-      else throw ConfigError("--outputs: unknown output '" + o + "' (expected fg, matte, comp, processed)");
-    }
+    const auto eo = args->engine();
+    auto job = std::make_shared<InferenceOptions>(args->inference(*paths));
     job->cancel = &g_cancel;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);

@@ -1,5 +1,5 @@
 #include "commands.h"
-#include "profile_args.h"
+#include "option_args.h"
 
 #include <corridorkey/profile.h>
 
@@ -22,10 +22,10 @@ void add_profiles(CLI::App& app, int& exit_code) {
   auto* show = cmd->add_subcommand("show", "print the options a profile resolves to after overrides");
   auto name = std::make_shared<std::string>();
   show->add_option("name", *name, "profile name or path")->required();
-  auto args = add_profile_args(show, "original");
+  auto args = add_engine_flags(show, "original", /*run_fields=*/false);
   show->callback([name, args, &exit_code] {
     args->profile = *name;
-    std::cout << to_yaml(args->resolve());
+    std::cout << to_yaml(args->engine());
     exit_code = kOk;
   });
 }

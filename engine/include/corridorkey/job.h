@@ -18,7 +18,9 @@ struct JobClip {
 
 struct JobSpec {
   std::string file;                 // the YAML it came from (absolute)
+  int version = 1;                  // schema version
   std::string name = "corridorkey";
+  std::string profile = "optimized";  // name or path the engine options start from
   std::vector<JobClip> clips;       // explicit clips, then every clip under clips_root
   std::string clips_root;
   EngineOptions engine;             // profile + overrides + checkpoint/device/img_size/post knobs

@@ -1,23 +1,35 @@
-// EngineOptions: one typed struct for every profile field, the device, the checkpoint, the
-// model size and the post-processing knobs. Profiles (profiles/*.yaml) parse into it and
-// command-line flags override its fields (see profile.h).
+// The options of a run, as typed structs with their defaults:
+//  - EngineOptions: every profile field, the device, the checkpoint, the model size and the
+//    post-processing knobs. Profiles (profiles/*.yaml) parse into it and command-line flags
+//    override its fields (profile.h).
+//  - InferenceOptions: what the clip pipeline reads and writes (pipeline.h).
+// Each field has one row in a table (option_fields.h) that parses and prints it; the
+// defaults below are the only defaults.
 #pragma once
 
+#include <corridorkey/export.h>
 #include <corridorkey/version.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
 enum class Precision { Float32, Float16, BFloat16 };
 enum class CompileMode { None, Default, ReduceOverhead, MaxAutotune };
+/// Which engine class create_engine() builds (profile field `engine`).
+enum class EngineKind { Original, Optimized };
 
-const char* to_string(Precision p);    // "float32" | "float16" | "bfloat16"
-const char* to_string(CompileMode m);  // "none" | "default" | "reduce-overhead" | "max-autotune"
+CORRIDORKEY_API const char* to_string(Precision p);    // "float32" | "float16" | "bfloat16"
+CORRIDORKEY_API const char* to_string(CompileMode m);  // "none" | "default" | ...
+CORRIDORKEY_API const char* to_string(EngineKind k);   // "original" | "optimized"
 
 struct EngineOptions {
   // ---- optimization profile fields (profiles/*.yaml) ----
+  /// OriginalEngine (the reference behaviour, no token routing) or OptimizedEngine.
+  EngineKind engine = EngineKind::Original;
   /// Global-attention blocks run SDPA on contiguous 4-D q/k/v (flash / memory-efficient
   /// kernels) instead of the 5-D math path that materialises N x N scores. fp32 effect
   /// <= 1e-5 on alpha/fg (tests/test_engine.cpp).
@@ -28,8 +40,10 @@ struct EngineOptions {
   bool fused_decoder = false;
   /// Exact tiled refiner: image-global GroupNorm statistics, tile-sized working memory.
   bool tiled_refiner = false;
-  int64_t tile_size = 512;      // tile side in pixels (multiple of 8)
-  int64_t tile_overlap = 128;   // halo budget per side: must cover the 16 px a layer reads
+  /// Tile side in pixels (multiple of 8). The exact tiler reads the halo each layer needs
+  /// (<= 16 px) and blends nothing, so there is no overlap to set (old profiles' tile_overlap
+  /// is accepted with a deprecation warning and ignored).
+  int64_t tile_size = 512;
   /// Process-global: cudnn.benchmark = !disable_cudnn_benchmark (set once per process).
   bool disable_cudnn_benchmark = false;
   /// Release the caching allocator's free blocks between encoder, decoders and refiner.
@@ -72,6 +86,30 @@ struct EngineOptions {
 
   /// Name of the profile these options came from ("custom" when built by hand).
   std::string profile = "custom";
+};
+
+enum class OnError { Stop, Skip };
+/// How plates are interpreted. Srgb is the reference's default (it converts only when told
+/// the input is linear); Auto treats EXR plates as scene-linear and other formats as sRGB.
+enum class ColorSpace { Srgb, Linear, Auto };
+
+struct InferenceOptions {
+  std::vector<std::string> paths;  // clip folders, clips roots, or both
+  /// Empty: outputs in <clip>/Output/. Set: in <output_root>/<clip name>/ instead.
+  std::string output_root;
+  bool fg = true, matte = true, comp = true, processed = true;  // `outputs`
+  std::string exr_compression = "pxr24";
+  std::string comp_format = "png";   // png | exr
+  std::string frames;                // "A-B[,C-D]", 1-based inclusive; empty = all
+  bool skip_existing = false;
+  OnError on_error = OnError::Stop;
+  bool allow_mismatch = false;       // plate/hint frame counts differ: truncate + warn
+  ColorSpace color = ColorSpace::Srgb;
+  int read_workers = 2;
+  int write_workers = 2;
+  /// Polled between frames; set from a signal handler to stop cleanly (frames in flight
+  /// are finished and written, nothing partial is left).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 CORRIDORKEY_NAMESPACE_END

@@ -21,30 +21,6 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-enum class OnError { Stop, Skip };
-/// How plates are interpreted. Srgb is the reference's default (it converts only when told
-/// the input is linear); Auto treats EXR plates as scene-linear and other formats as sRGB.
-enum class ColorSpace { Srgb, Linear, Auto };
-
-struct InferenceOptions {
-  std::vector<std::string> paths;  // clip folders, clips roots, or both
-  /// Empty: outputs in <clip>/Output/. Set: in <output_root>/<clip name>/ instead.
-  std::string output_root;
-  bool fg = true, matte = true, comp = true, processed = true;  // --outputs
-  std::string exr_compression = "pxr24";
-  std::string comp_format = "png";   // png | exr
-  std::string frames;                // "A-B[,C-D]", 1-based inclusive; empty = all
-  bool skip_existing = false;
-  OnError on_error = OnError::Stop;
-  bool allow_mismatch = false;       // plate/hint frame counts differ: truncate + warn
-  ColorSpace color = ColorSpace::Srgb;
-  int read_workers = 2;
-  int write_workers = 2;
-  /// Polled between frames; set from a signal handler to stop cleanly (frames in flight
-  /// are finished and written, nothing partial is left).
-  const std::atomic<bool>* cancel = nullptr;
-};
-
 struct PipelineEvent {
   enum class Kind { JobStarted, ClipStarted, FrameDone, FrameSkipped, Warning, FrameFailed,
                     ClipDone, JobDone };

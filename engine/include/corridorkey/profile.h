@@ -1,6 +1,6 @@
-// Optimization profiles: YAML files (profiles/*.yaml) that set EngineOptions fields, plus
-// per-field overrides from the command line. One source of truth: every field has one
-// name, parsed and printed by the same table (profile.cpp).
+// Optimization profiles: YAML files (profiles/*.yaml) that set the Profile-scope fields of
+// EngineOptions, plus per-field overrides from the command line. Every field is parsed and
+// printed by one table row (option_fields.h); this header is the profile-level view of it.
 #pragma once
 
 #include <corridorkey/options.h>
@@ -20,9 +20,10 @@ std::string profile_dir();
 
 /// Loads a profile by name (a bundled one) or by path (anything containing '/' or ending in
 /// .yaml/.yml). Starts from EngineOptions{} defaults; the YAML sets profile fields only.
-/// ConfigError names the file, key, bad value and the allowed values for: unknown keys,
-/// wrong types, out-of-range values (tile_overlap >= tile_size, tile_size not a multiple of
-/// 8, dma_buffers outside 2..8, thresholds outside 0..1 or low >= high).
+/// ConfigError names the file, line, key, bad value and the allowed values for: unknown or
+/// duplicate keys, wrong types, out-of-range values (tile_size not a multiple of 8,
+/// dma_buffers outside 2..8, thresholds outside 0..1 or low >= high, NaN / Inf anywhere).
+/// The retired key tile_overlap is accepted with a deprecation warning and ignored.
 EngineOptions load_profile(const std::string& name_or_path);
 
 /// Parses YAML text (source names it in errors) into `options`.
@@ -34,7 +35,7 @@ void apply_profile_yaml(EngineOptions& options, const std::string& yaml_text,
 void set_profile_field(EngineOptions& options, const std::string& key, const std::string& value,
                        const std::string& source = "command line");
 
-/// Cross-field validation (tile_overlap < tile_size, low < high ...).
+/// Cross-field validation (edge thresholds low < high, token routing needs engine: optimized).
 void validate_profile(const EngineOptions& options, const std::string& source);
 
 /// Every profile field as (key, text value), in schema order.
@@ -43,7 +44,8 @@ std::vector<std::pair<std::string, std::string>> profile_fields(const EngineOpti
 /// Profile field names in schema order, with one-line help each.
 std::vector<std::pair<std::string, std::string>> profile_schema();
 
-/// The resolved options as a YAML document (profile fields, then device/model fields).
+/// The resolved options as a YAML document: profile name, then every EngineOptions field of
+/// the table (profile fields, then run fields), readable back by the same table.
 std::string to_yaml(const EngineOptions& options);
 
 CORRIDORKEY_NAMESPACE_END

@@ -1,6 +1,6 @@
-#include "clip.h"
+#include "io/clip.h"
 
-#include "image_io.h"
+#include "io/image_io.h"
 
 #include <corridorkey/errors.h>
 #include <corridorkey/version.h>

@@ -1,4 +1,4 @@
-#include "image_io.h"
+#include "io/image_io.h"
 
 #include <corridorkey/errors.h>
 

@@ -1,0 +1,60 @@
+// The option tables, as the public API sees them: every user-settable field of
+// EngineOptions and InferenceOptions, with its YAML key, flag, help, allowed values and
+// default. One table per struct (engine/src/config/*_fields.cpp) is the only place that
+// parses or prints a field; profiles, job files, the CLI's flags and to_yaml use it, so a
+// field added there is a YAML key and a flag everywhere. Defaults are the structs' own.
+#pragma once
+
+#include <corridorkey/export.h>
+#include <corridorkey/options.h>
+#include <corridorkey/version.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+/// Where a field may be set: Profile = profiles/*.yaml, job `overrides:` and flags;
+/// Run = job files and flags of commands that run the engine (checkpoint, device, knobs);
+/// Inference = job files and `inference` flags (outputs, codecs, workers).
+enum class OptionScope { Profile, Run, Inference };
+
+struct OptionInfo {
+  std::string key;            // YAML key; the flag is "--" + key with '_' -> '-'
+  OptionScope scope = OptionScope::Profile;
+  std::string help;
+  std::string allowed;        // what a valid value looks like ("an integer in 2..8")
+  std::string default_value;  // the struct's default, as text
+  bool is_switch = false;     // true/false: flags --key and --no-key
+  std::vector<std::string> aliases;                            // more value flags
+  std::vector<std::pair<std::string, std::string>> shortcuts;  // flag -> fixed value
+};
+
+/// EngineOptions fields (Profile and Run scope), in table order.
+CORRIDORKEY_API std::vector<OptionInfo> engine_option_fields();
+/// InferenceOptions fields (Inference scope), in table order.
+CORRIDORKEY_API std::vector<OptionInfo> inference_option_fields();
+
+/// Sets one field from text. Keys are snake_case ('-' accepted for '_'). ConfigError names
+/// `source`, the key, the value and what is allowed; NaN and Inf are never accepted.
+CORRIDORKEY_API void set_engine_option(EngineOptions& options, const std::string& key,
+                                       const std::string& value,
+                                       const std::string& source = "command line");
+CORRIDORKEY_API void set_inference_option(InferenceOptions& options, const std::string& key,
+                                          const std::string& value,
+                                          const std::string& source = "command line");
+/// A field's value as text (what to_yaml prints).
+CORRIDORKEY_API std::string engine_option_value(const EngineOptions& options,
+                                                const std::string& key);
+CORRIDORKEY_API std::string inference_option_value(const InferenceOptions& options,
+                                                   const std::string& key);
+
+/// Cross-field checks of InferenceOptions (at least one output ...).
+CORRIDORKEY_API void validate_inference_options(const InferenceOptions& options,
+                                                const std::string& source);
+
+/// The resolved InferenceOptions as YAML (every field of the table).
+CORRIDORKEY_API std::string to_yaml(const InferenceOptions& options);
+
+CORRIDORKEY_NAMESPACE_END

@@ -1,0 +1,109 @@
+// The EngineOptions table: every profile field (profiles/*.yaml, `overrides:` in jobs,
+// one flag each) and every run field (checkpoint, device, size, post-processing knobs).
+#include "config/engine_fields.h"
+
+#include <cctype>
+
+namespace corridorkey::config {
+namespace {
+
+using O = EngineOptions;
+constexpr auto P = OptionScope::Profile;
+constexpr auto R = OptionScope::Run;
+
+std::vector<Field<O>> rows() {
+  std::vector<Field<O>> r;
+  r.push_back(choice_row<O, EngineKind>(
+      "engine", P, &O::engine,
+      {{"original", EngineKind::Original}, {"optimized", EngineKind::Optimized}},
+      "engine class: original (reference behaviour) or optimized (owns token routing)"));
+  r.push_back(switch_row<O>("flash_attention", P, &O::flash_attention,
+                            "4-D SDPA (flash / memory-efficient) in global attention"));
+  r.push_back(switch_row<O>("fused_decoder", P, &O::fused_decoder,
+                            "decoders without the 1024-channel concat (linear_fuse folded)"));
+  r.push_back(switch_row<O>("tiled_refiner", P, &O::tiled_refiner,
+                            "exact tiled refiner with image-global GroupNorm statistics"));
+  r.push_back(int_row<O, int64_t>("tile_size", P, &O::tile_size, 64, 1 << 16,
+                                  "refiner tile side in pixels", "a multiple of 8 >= 64, e.g. 512",
+                                  [](long long x) { return x % 8 == 0; }));
+  r.push_back(with_shortcuts(
+      switch_row<O>("disable_cudnn_benchmark", P, &O::disable_cudnn_benchmark,
+                    "cudnn.benchmark off (process-global)"),
+      {{"--cudnn-benchmark", "false"}, {"--no-cudnn-benchmark", "true"}}));
+  r.push_back(switch_row<O>("cache_clearing", P, &O::cache_clearing,
+                            "release cached allocator blocks between stages"));
+  r.push_back(choice_row<O, CompileMode>(
+      "compile_mode", P, &O::compile_mode,
+      {{"none", CompileMode::None}, {"default", CompileMode::Default},
+       {"reduce-overhead", CompileMode::ReduceOverhead},
+       {"max-autotune", CompileMode::MaxAutotune}},
+      "none | default | reduce-overhead | max-autotune"));
+  r.push_back(with_aliases(
+      choice_row<O, Precision>("model_precision", P, &O::model_precision,
+                               {{"float32", Precision::Float32}, {"float16", Precision::Float16},
+                                {"bfloat16", Precision::BFloat16}, {"fp32", Precision::Float32},
+                                {"fp16", Precision::Float16}, {"half", Precision::Float16},
+                                {"bf16", Precision::BFloat16}},
+                               "weights and activations: float32 | float16 | bfloat16"),
+      {"--precision"}));
+  r.push_back(switch_row<O>("mixed_precision", P, &O::mixed_precision,
+                            "autocast: fp32 weights, half-precision matmuls/convs"));
+  r.push_back(switch_row<O>("tf32", P, &O::tf32,
+                            "TF32 matmuls/convolutions on Ampere+ (process-global)"));
+  r.push_back(int_row<O, int64_t>("dma_buffers", P, &O::dma_buffers, 2, 8,
+                                  "pinned host buffers for device->host copies"));
+  r.push_back(switch_row<O>("token_routing", P, &O::token_routing,
+                            "route easy tokens around global attention (experimental)"));
+  r.push_back(real_row<O>("edge_threshold_low", P, &O::edge_threshold_low,
+                          [](double x) { return x >= 0 && x < 1; },
+                          "hint above this is uncertain (edge)", "a number in [0, 1)"));
+  r.push_back(real_row<O>("edge_threshold_high", P, &O::edge_threshold_high,
+                          [](double x) { return x > 0 && x <= 1; },
+                          "hint below this is uncertain (edge)", "a number in (0, 1]"));
+  r.push_back(int_row<O, int64_t>("min_edge_tokens", P, &O::min_edge_tokens, 0, 1 << 30,
+                                  "fewer edge tokens than this: route all tokens",
+                                  "a non-negative integer, e.g. 64"));
+
+  r.push_back(text_row<O>("checkpoint", R, &O::checkpoint,
+                          "TorchScript archive or CorridorKey .pth (empty: the bundled model)",
+                          "a file path"));
+  r.push_back(text_row<O>("device", R, &O::device, "auto | cpu | cuda | cuda:N | mps",
+                          "one of auto, cpu, cuda, cuda:N, mps", valid_device_request));
+  r.push_back(int_row<O, int64_t>("img_size", R, &O::img_size, 0, 16384,
+                                  "model resolution, a multiple of 32 (0 = the checkpoint's)",
+                                  "0 or a multiple of 32 in 32..16384",
+                                  [](long long x) { return x % 32 == 0; }));
+  r.push_back(text_row<O>("aoti_package", R, &O::aoti_package,
+                          "AOTInductor package (.pt2) for compile_mode default/max-autotune",
+                          "a file path"));
+  r.push_back(real_row<O>("despill", R, &O::despill_strength,
+                          [](double x) { return x >= 0 && x <= 10; },
+                          "green despill strength 0..10 (5 = half)", "a number in 0..10", 0.1));
+  r.push_back(switch_row<O>("despeckle", R, &O::despeckle,
+                            "remove small matte islands in Processed/Comp"));
+  r.push_back(int_row<O, int64_t>("despeckle_size", R, &O::despeckle_size, 1, 1 << 30,
+                                  "minimum island area kept, in pixels",
+                                  "an integer in 1..1073741824"));
+  r.push_back(with_aliases(
+      real_row<O>("refiner_scale", R, &O::refiner_scale, [](double x) { return x >= 0 && x <= 10; },
+                  "multiplier of the refiner's correction (1 = as trained)", "a number in 0..10"),
+      {"--refiner"}));
+  return r;
+}
+
+}  // namespace
+
+const Table<EngineOptions>& engine_table() {
+  static const Table<EngineOptions> t(rows());
+  return t;
+}
+
+bool valid_device_request(const std::string& d) {
+  if (d == "auto" || d == "cpu" || d == "mps" || d == "cuda") return true;
+  if (d.rfind("cuda:", 0) != 0 || d.size() == 5 || d.size() > 8) return false;
+  for (size_t i = 5; i < d.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(d[i]))) return false;
+  return true;
+}
+
+}  // namespace corridorkey::config

@@ -1,0 +1,90 @@
+// The InferenceOptions table (`inference` flags and job-file keys).
+#include "config/inference_fields.h"
+
+#include <regex>
+#include <sstream>
+
+namespace corridorkey::config {
+namespace {
+
+using O = InferenceOptions;
+constexpr auto I = OptionScope::Inference;
+
+/// `outputs`: a comma-separated subset of fg, matte, comp, processed.
+Field<O> outputs_row() {
+  Field<O> f;
+  f.info = {"outputs", I, "comma-separated subset of fg,matte,comp,processed",
+            "a comma-separated subset of fg, matte, comp, processed", "", false, {}, {}};
+  f.parse = [](O& o, const std::string& v) {
+    bool fg = false, matte = false, comp = false, processed = false;
+    std::stringstream ss(v);
+    for (std::string s; std::getline(ss, s, ',');) {
+      if (s == "fg") fg = true;
+      else if (s == "matte") matte = true;
+      else if (s == "comp") comp = true;
+      else if (s == "processed") processed = true;
+      else return false;
+    }
+    if (!(fg || matte || comp || processed)) return false;
+    o.fg = fg, o.matte = matte, o.comp = comp, o.processed = processed;
+    return true;
+  };
+  f.format = [](const O& o) {
+    std::string s;
+    for (auto [on, name] : {std::pair{o.fg, "fg"}, {o.matte, "matte"}, {o.comp, "comp"},
+                            {o.processed, "processed"}})
+      if (on) s += (s.empty() ? "" : ",") + std::string(name);
+    return s;
+  };
+  return f;
+}
+
+bool frame_ranges_syntax(const std::string& v) {
+  static const std::regex re(R"(^\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*$)");
+  return v.empty() || std::regex_match(v, re);
+}
+
+std::vector<Field<O>> rows() {
+  std::vector<Field<O>> r;
+  r.push_back(outputs_row());
+  r.push_back(choice_row<O, std::string>(
+      "exr_compression", I, &O::exr_compression,
+      {{"pxr24", "pxr24"}, {"zip", "zip"}, {"zips", "zips"}, {"piz", "piz"}, {"dwaa", "dwaa"},
+       {"dwab", "dwab"}, {"rle", "rle"}, {"none", "none"}},
+      "EXR codec of FG, Matte, Processed (half float)"));
+  r.push_back(choice_row<O, std::string>("comp_format", I, &O::comp_format,
+                                         {{"png", "png"}, {"exr", "exr"}},
+                                         "Comp as 8-bit sRGB png or half-float exr"));
+  r.push_back(text_row<O>("frames", I, &O::frames, "frame ranges A-B[,C-D], 1-based inclusive",
+                          "frame ranges like 1-10,20-30", frame_ranges_syntax));
+  r.push_back(switch_row<O>("skip_existing", I, &O::skip_existing,
+                            "skip frames whose selected outputs all exist and read back"));
+  r.push_back(choice_row<O, OnError>("on_error", I, &O::on_error,
+                                     {{"stop", OnError::Stop}, {"skip", OnError::Skip}},
+                                     "a failed frame stops the run, or is skipped (exit 5)"));
+  r.push_back(switch_row<O>("allow_mismatch", I, &O::allow_mismatch,
+                            "plate/hint counts differ: key the shorter length, with a warning"));
+  r.push_back(with_shortcuts(
+      choice_row<O, ColorSpace>(
+          "color", I, &O::color,
+          {{"srgb", ColorSpace::Srgb}, {"linear", ColorSpace::Linear}, {"auto", ColorSpace::Auto}},
+          "plates are srgb (reference default), linear (converted after the resize) or auto "
+          "(EXR linear, others sRGB)"),
+      {{"--linear", "linear"}, {"--srgb", "srgb"}}));
+  r.push_back(int_row<O, int>("read_workers", I, &O::read_workers, 1, 64,
+                              "decode + pre-process threads"));
+  r.push_back(int_row<O, int>("write_workers", I, &O::write_workers, 1, 64,
+                              "post-process + encode threads"));
+  r.push_back(text_row<O>("output_root", I, &O::output_root,
+                          "write <output_root>/<clip>/ instead of <clip>/Output/", "a folder"));
+  return r;
+}
+
+}  // namespace
+
+const Table<InferenceOptions>& inference_table() {
+  static const Table<InferenceOptions> t(rows());
+  return t;
+}
+
+}  // namespace corridorkey::config

@@ -1,0 +1,191 @@
+// One field table per options struct: each row knows its YAML key, flag, help, allowed
+// values, parser and printer. Profiles, job files, the CLI flags, to_yaml and every
+// validation message come from these rows; defaults come from the struct's initialisers
+// (a row prints `T{}` to show them). Torch-free.
+#pragma once
+
+#include <corridorkey/errors.h>
+#include <corridorkey/option_fields.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace corridorkey::config {
+
+/// Strict text parsers shared by every row: the whole string must parse; reals must be
+/// finite (NaN / Inf are refused); integers must fit in 64 bits.
+bool parse_bool(const std::string& text, bool& out);
+bool parse_int(const std::string& text, long long& out);
+bool parse_real(const std::string& text, double& out);
+std::string format_real(double v);
+/// "flash-attention" -> "flash_attention".
+std::string normalise_key(std::string key);
+/// "flash_attention" -> "--flash-attention".
+std::string flag_of(const std::string& key);
+
+template <class T>
+struct Field {
+  OptionInfo info;
+  std::function<bool(T&, const std::string&)> parse;  // false: the value is not allowed
+  std::function<std::string(const T&)> format;
+};
+
+template <class T>
+class Table {
+ public:
+  explicit Table(std::vector<Field<T>> rows) : rows_(std::move(rows)) {
+    const T defaults{};
+    for (auto& r : rows_) r.info.default_value = r.format(defaults);
+  }
+
+  const Field<T>* find(const std::string& key) const {
+    const auto k = normalise_key(key);
+    for (const auto& r : rows_)
+      if (r.info.key == k) return &r;
+    return nullptr;
+  }
+
+  /// Sets `key` from text; ConfigError "<source>: key 'k': invalid value 'v' (expected ...)"
+  /// or "<source>: unknown key 'k' (known keys: ...)".
+  void set(T& obj, const std::string& key, const std::string& value,
+           const std::string& source) const {
+    const auto* f = find(key);
+    CK_CHECK(f, ConfigError, source, ": unknown key '", key, "' (known keys: ", known_keys(), ")");
+    CK_CHECK(f->parse(obj, value), ConfigError, source, ": key '", f->info.key,
+             "': invalid value '", value, "' (expected ", f->info.allowed, ")");
+  }
+
+  std::string get(const T& obj, const std::string& key) const {
+    const auto* f = find(key);
+    CK_CHECK(f, ConfigError, "unknown key '", key, "'");
+    return f->format(obj);
+  }
+
+  std::vector<OptionInfo> info() const {
+    std::vector<OptionInfo> v;
+    for (const auto& r : rows_) v.push_back(r.info);
+    return v;
+  }
+
+  std::string known_keys() const {
+    std::string s;
+    for (const auto& r : rows_) s += (s.empty() ? "" : ", ") + r.info.key;
+    return s;
+  }
+
+  const std::vector<Field<T>>& rows() const { return rows_; }
+
+ private:
+  std::vector<Field<T>> rows_;
+};
+
+// ---- row builders -----------------------------------------------------------------------
+
+template <class T>
+Field<T> switch_row(const char* key, OptionScope scope, bool T::*m, const char* help) {
+  Field<T> f;
+  f.info = {key, scope, help, "true or false", "", true, {}, {}};
+  f.parse = [m](T& o, const std::string& v) { return parse_bool(v, o.*m); };
+  f.format = [m](const T& o) { return std::string(o.*m ? "true" : "false"); };
+  return f;
+}
+
+/// Integer in [lo, hi] (and `ok` when given); `allowed` describes it in messages.
+template <class T, class I>
+Field<T> int_row(const char* key, OptionScope scope, I T::*m, long long lo, long long hi,
+                 const char* help, std::string allowed = "",
+                 std::function<bool(long long)> ok = nullptr) {
+  if (allowed.empty())
+    allowed = "an integer in " + std::to_string(lo) + ".." + std::to_string(hi);
+  Field<T> f;
+  f.info = {key, scope, help, allowed, "", false, {}, {}};
+  f.parse = [m, lo, hi, ok](T& o, const std::string& v) {
+    long long x = 0;
+    if (!parse_int(v, x) || x < lo || x > hi || (ok && !ok(x))) return false;
+    o.*m = static_cast<I>(x);
+    return true;
+  };
+  f.format = [m](const T& o) { return std::to_string(o.*m); };
+  return f;
+}
+
+/// Finite real accepted by `ok`; stored times `store_scale` (e.g. despill 0..10 -> 0..1).
+template <class T>
+Field<T> real_row(const char* key, OptionScope scope, double T::*m, std::function<bool(double)> ok,
+                  const char* help, const char* allowed, double store_scale = 1.0) {
+  Field<T> f;
+  f.info = {key, scope, help, allowed, "", false, {}, {}};
+  f.parse = [m, ok, store_scale](T& o, const std::string& v) {
+    double x = 0;
+    if (!parse_real(v, x) || !ok(x)) return false;
+    o.*m = x * store_scale;
+    return true;
+  };
+  f.format = [m, store_scale](const T& o) { return format_real(o.*m / store_scale); };
+  return f;
+}
+
+/// One of named values. The first name given for a value is the one printed; later names
+/// for the same value are accepted spellings (fp16 for float16).
+template <class T, class E>
+Field<T> choice_row(const char* key, OptionScope scope, E T::*m,
+                    std::vector<std::pair<std::string, E>> names, const char* help) {
+  std::string allowed, seen;
+  std::vector<E> printed;
+  for (const auto& [n, e] : names) {
+    bool first = true;
+    for (auto p : printed) first = first && !(p == e);
+    if (!first) continue;
+    printed.push_back(e);
+    allowed += (allowed.empty() ? "" : ", ") + n;
+  }
+  Field<T> f;
+  f.info = {key, scope, help, "one of " + allowed, "", false, {}, {}};
+  f.parse = [m, names](T& o, const std::string& v) {
+    for (const auto& [n, e] : names)
+      if (v == n) {
+        o.*m = e;
+        return true;
+      }
+    return false;
+  };
+  f.format = [m, names](const T& o) {
+    for (const auto& [n, e] : names)
+      if (o.*m == e) return n;
+    return std::string("?");
+  };
+  return f;
+}
+
+/// Free text accepted by `ok` (always, when null).
+template <class T>
+Field<T> text_row(const char* key, OptionScope scope, std::string T::*m, const char* help,
+                  const char* allowed, std::function<bool(const std::string&)> ok = nullptr) {
+  Field<T> f;
+  f.info = {key, scope, help, allowed, "", false, {}, {}};
+  f.parse = [m, ok](T& o, const std::string& v) {
+    if (ok && !ok(v)) return false;
+    o.*m = v;
+    return true;
+  };
+  f.format = [m](const T& o) { return o.*m; };
+  return f;
+}
+
+/// Adds value-taking flag spellings (e.g. --precision for model_precision).
+template <class T>
+Field<T> with_aliases(Field<T> f, std::vector<std::string> aliases) {
+  f.info.aliases = std::move(aliases);
+  return f;
+}
+
+/// Adds flags that set a fixed value (e.g. --linear = color linear).
+template <class T>
+Field<T> with_shortcuts(Field<T> f, std::vector<std::pair<std::string, std::string>> s) {
+  f.info.shortcuts = std::move(s);
+  return f;
+}
+
+}  // namespace corridorkey::config

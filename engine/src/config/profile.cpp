@@ -1,0 +1,214 @@
+// Profiles: YAML files of Profile-scope fields, parsed and printed through the EngineOptions
+// table (config/engine_fields.cpp); plus the public option-table API.
+#include <corridorkey/errors.h>
+#include <corridorkey/option_fields.h>
+#include <corridorkey/profile.h>
+
+#include "config/engine_fields.h"
+#include "config/inference_fields.h"
+#include "config/yaml_util.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#ifndef CK_SOURCE_PROFILE_DIR
+#define CK_SOURCE_PROFILE_DIR ""
+#endif
+#ifndef CK_INSTALL_PROFILE_DIR
+#define CK_INSTALL_PROFILE_DIR ""
+#endif
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::Float32: return "float32";
+    case Precision::Float16: return "float16";
+    case Precision::BFloat16: return "bfloat16";
+  }
+  return "?";
+}
+
+const char* to_string(CompileMode m) {
+  switch (m) {
+    case CompileMode::None: return "none";
+    case CompileMode::Default: return "default";
+    case CompileMode::ReduceOverhead: return "reduce-overhead";
+    case CompileMode::MaxAutotune: return "max-autotune";
+  }
+  return "?";
+}
+
+const char* to_string(EngineKind k) {
+  return k == EngineKind::Original ? "original" : "optimized";
+}
+
+namespace {
+
+using config::engine_table;
+
+/// Profile-scope rows only: what a profile file or set_profile_field may set.
+const config::Field<EngineOptions>* profile_row(const std::string& key) {
+  const auto* f = engine_table().find(key);
+  return f && f->info.scope == OptionScope::Profile ? f : nullptr;
+}
+
+std::string profile_keys() {
+  std::string s;
+  for (const auto& r : engine_table().rows())
+    if (r.info.scope == OptionScope::Profile) s += (s.empty() ? "" : ", ") + r.info.key;
+  return s;
+}
+
+bool looks_like_path(const std::string& s) {
+  auto ends = [&](const char* suf) {
+    const std::string x(suf);
+    return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+  };
+  return s.find('/') != std::string::npos || ends(".yaml") || ends(".yml");
+}
+
+}  // namespace
+
+std::vector<std::string> builtin_profiles() {
+  return {"original", "optimized", "performance", "experimental"};
+}
+
+std::string profile_dir() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("CORRIDORKEY_PROFILE_DIR"); env && *env) return env;
+  for (const char* d : {CK_SOURCE_PROFILE_DIR, CK_INSTALL_PROFILE_DIR})
+    if (*d && fs::exists(fs::path(d) / "original.yaml")) return d;
+  return CK_SOURCE_PROFILE_DIR;
+}
+
+void set_profile_field(EngineOptions& o, const std::string& key, const std::string& value,
+                       const std::string& source) {
+  CK_CHECK(profile_row(key), ConfigError, source, ": unknown key '", key,
+           "' (known keys: ", profile_keys(), ")");
+  engine_table().set(o, key, value, source);
+}
+
+void validate_profile(const EngineOptions& o, const std::string& source) {
+  CK_CHECK(o.edge_threshold_low < o.edge_threshold_high, ConfigError, source,
+           ": key 'edge_threshold_low': value ", o.edge_threshold_low,
+           " must be smaller than edge_threshold_high ", o.edge_threshold_high);
+  CK_CHECK(!(o.token_routing && o.engine == EngineKind::Original), ConfigError, source,
+           ": key 'token_routing': needs 'engine: optimized' (OptimizedEngine owns the routing "
+           "modules)");
+}
+
+void apply_profile_yaml(EngineOptions& out, const std::string& text, const std::string& source) {
+  EngineOptions o = out;  // all or nothing: `out` is untouched when the file has an error
+  const YAML::Node root = config::load_yaml(text, source);
+  if (root.IsNull()) return;  // an empty file sets nothing
+  CK_CHECK(root.IsMap(), ConfigError, source, ": expected a mapping of profile keys, e.g. "
+           "'flash_attention: true'");
+  config::for_each_entry(root, source, [&](const std::string& key, const YAML::Node& value,
+                                           const std::string& where) {
+    if (config::normalise_key(key) == "tile_overlap") {
+      // Kept readable for the reference fork's profile files: the exact tiler reads the halo
+      // each layer needs and blends nothing, so an overlap means nothing here.
+      std::cerr << "corridorkey: warning: " << where
+                << ": key 'tile_overlap' is deprecated and ignored (the exact tiled refiner "
+                   "needs no overlap); remove it\n";
+      return;
+    }
+    CK_CHECK(profile_row(key), ConfigError, where, ": unknown key '", key,
+             "' (known keys: ", profile_keys(), ")");
+    set_profile_field(o, key, config::scalar(value, key, where), where);
+  });
+  validate_profile(o, source);
+  out = o;
+}
+
+EngineOptions load_profile(const std::string& name_or_path) {
+  namespace fs = std::filesystem;
+  std::string path = name_or_path;
+  if (!looks_like_path(name_or_path)) {
+    const auto names = builtin_profiles();
+    if (std::find(names.begin(), names.end(), name_or_path) == names.end()) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw ConfigError("unknown profile '" + name_or_path + "' (expected one of " + list +
+                        ", or a path to a .yaml file)");
+    }
+    path = (fs::path(profile_dir()) / (name_or_path + ".yaml")).string();
+  }
+  std::ifstream f(path);
+  CK_CHECK(f.good(), ConfigError, path, ": profile file cannot be read");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EngineOptions o;
+  apply_profile_yaml(o, ss.str(), path);
+  o.profile = looks_like_path(name_or_path) ? fs::path(path).stem().string() : name_or_path;
+  return o;
+}
+
+std::vector<std::pair<std::string, std::string>> profile_fields(const EngineOptions& o) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& r : engine_table().rows())
+    if (r.info.scope == OptionScope::Profile) out.emplace_back(r.info.key, r.format(o));
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> profile_schema() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& r : engine_table().rows())
+    if (r.info.scope == OptionScope::Profile) out.emplace_back(r.info.key, r.info.help);
+  return out;
+}
+
+namespace {
+template <class T>
+std::string table_yaml(const config::Table<T>& table, const T& o, const std::string& head) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  if (!head.empty()) e << YAML::Key << "profile" << YAML::Value << head;
+  for (const auto& r : table.rows()) e << YAML::Key << r.info.key << YAML::Value << r.format(o);
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+}  // namespace
+
+std::string to_yaml(const EngineOptions& o) { return table_yaml(engine_table(), o, o.profile); }
+
+std::string to_yaml(const InferenceOptions& o) {
+  return table_yaml(config::inference_table(), o, "");
+}
+
+std::vector<OptionInfo> engine_option_fields() { return engine_table().info(); }
+std::vector<OptionInfo> inference_option_fields() { return config::inference_table().info(); }
+
+void set_engine_option(EngineOptions& o, const std::string& key, const std::string& value,
+                       const std::string& source) {
+  engine_table().set(o, key, value, source);
+}
+
+void set_inference_option(InferenceOptions& o, const std::string& key, const std::string& value,
+                          const std::string& source) {
+  config::inference_table().set(o, key, value, source);
+}
+
+std::string engine_option_value(const EngineOptions& o, const std::string& key) {
+  return engine_table().get(o, key);
+}
+
+std::string inference_option_value(const InferenceOptions& o, const std::string& key) {
+  return config::inference_table().get(o, key);
+}
+
+void validate_inference_options(const InferenceOptions& o, const std::string& source) {
+  CK_CHECK(o.fg || o.matte || o.comp || o.processed, ConfigError, source,
+           ": key 'outputs': select at least one of fg, matte, comp, processed");
+  CK_CHECK(o.read_workers >= 1 && o.write_workers >= 1, ConfigError, source,
+           ": read_workers / write_workers must be >= 1");
+}
+
+CORRIDORKEY_NAMESPACE_END

@@ -1,0 +1,192 @@
+#include <corridorkey/bench.h>
+#include <corridorkey/errors.h>
+#include <corridorkey/profile.h>
+#include <corridorkey/system.h>
+
+#include "runtime/memory.h"
+#include "model/checkpoint.h"
+#include "model/sample_input.h"
+#include "model/tiled_refiner.h"
+#include "runtime/random_weights.h"
+#include "runtime/torch_boundary.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
+  return m;
+}
+
+}  // namespace
+
+EngineOptions bench_engine_options(const BenchOptions& b, const std::string& spec) {
+  const auto colon = spec.find(':');
+  auto o = load_profile(spec.substr(0, colon));
+  for (const auto& [k, v] : b.overrides) set_profile_field(o, k, v);
+  if (colon != std::string::npos) {
+    std::stringstream ss(spec.substr(colon + 1));
+    for (std::string kv; std::getline(ss, kv, ',');) {
+      const auto eq = kv.find('=');
+      CK_CHECK(eq != std::string::npos, ConfigError, "--profile '", spec,
+               "': expected NAME:field=value[,field=value]");
+      set_profile_field(o, kv.substr(0, eq), kv.substr(eq + 1), "--profile " + spec);
+    }
+  }
+  validate_profile(o, "bench overrides");
+  o.checkpoint = b.checkpoint;
+  o.random_weights_arch = b.checkpoint.empty() ? b.random_arch : "";
+  o.random_weights_seed = b.seed;
+  o.img_size = b.img_size;
+  o.device = b.device;
+  o.track_host_memory = true;  // allocator peaks are what bench reports
+  return o;
+}
+
+namespace {
+
+void fill_stats(BenchRow& row, const std::vector<double>& totals,
+                const std::vector<StageTimings>& stages) {
+  row.median_ms = median(totals);
+  row.min_ms = *std::min_element(totals.begin(), totals.end());
+  row.max_ms = *std::max_element(totals.begin(), totals.end());
+  std::vector<double> e, d, r;
+  for (const auto& s : stages) {
+    e.push_back(s.encoder_ms);
+    d.push_back(s.decoders_ms);
+    r.push_back(s.refiner_ms);
+  }
+  row.median_stages.encoder_ms = median(e);
+  row.median_stages.decoders_ms = median(d);
+  row.median_stages.refiner_ms = median(r);
+  row.median_stages.model_ms = row.median_ms;
+}
+
+void take_peak(MemoryStats& peak, const MemoryStats& m) {
+  peak.device_peak_allocated = std::max(peak.device_peak_allocated, m.device_peak_allocated);
+  peak.device_peak_reserved = std::max(peak.device_peak_reserved, m.device_peak_reserved);
+  peak.host_peak_allocated = std::max(peak.host_peak_allocated, m.host_peak_allocated);
+  peak.host_peak_rss_growth = std::max(peak.host_peak_rss_growth, m.host_peak_rss_growth);
+  peak.encoder_peak = std::max(peak.encoder_peak, m.encoder_peak);
+  peak.decoders_peak = std::max(peak.decoders_peak, m.decoders_peak);
+  peak.refiner_peak = std::max(peak.refiner_peak, m.refiner_peak);
+}
+
+/// The refiner stage alone: untiled vs exact tiled, on a seeded 7-channel input.
+std::vector<BenchRow> refiner_bench(const BenchOptions& b,
+                                    const std::function<void(const BenchRow&)>& on_row) {
+  return detail::rethrow_torch("refiner benchmark", [&] {
+    auto o = bench_engine_options(b, b.profiles.front());
+    model::GreenFormer net{nullptr};
+    if (!b.checkpoint.empty()) {
+      net = model::load_green_former(b.checkpoint, b.img_size);
+    } else {
+      auto cfg = model::GreenFormerConfig::by_name(b.random_arch, b.img_size);
+      net = model::GreenFormer(cfg);
+      detail::randomize_weights(*net, b.seed);
+    }
+    net->eval();
+    const torch::Device dev(choose_device(b.device, probe_devices()));
+    net->to(dev);
+    detail::install_cpu_memory_tracker();
+    c10::InferenceMode guard;
+    auto x = model::seeded_input(1, b.img_size, b.seed);
+    auto in = torch::cat({x.slice(1, 0, 3), torch::sigmoid(x.slice(1, 3, 4).repeat({1, 4, 1, 1}) * 4 - 2)}, 1).to(dev);
+    std::vector<BenchRow> rows;
+    torch::Tensor first;
+    for (const bool tiled : {false, true}) {
+      BenchRow row;
+      row.profile = tiled ? "refiner tiled " + std::to_string(o.tile_size) : "refiner untiled";
+      row.precision = "float32";
+      row.info.device = dev.str();
+      row.info.img_size = b.img_size;
+      std::vector<double> t;
+      std::vector<StageTimings> st;
+      torch::Tensor out;
+      for (int i = 0; i < b.warmup + b.frames; ++i) {
+        detail::PeakMemoryScope mem(dev);
+        const auto t0 = std::chrono::steady_clock::now();
+        out = tiled ? model::tiled_refiner_forward(*net->refiner, in, {o.tile_size})
+                    : net->refiner->forward_input(in);
+        if (dev.is_cuda()) out.cpu();
+        const double ms = std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - t0).count();
+        const auto m = mem.finish();
+        if (i < b.warmup) continue;
+        t.push_back(ms);
+        StageTimings s;
+        s.refiner_ms = ms;
+        st.push_back(s);
+        take_peak(row.peak, m);
+      }
+      fill_stats(row, t, st);
+      if (!first.defined()) first = out;
+      row.alpha_max_diff = (out - first).abs().max().item<double>();  // delta logits
+      rows.push_back(row);
+      if (on_row) on_row(row);
+    }
+    return rows;
+  });
+}
+
+}  // namespace
+
+std::vector<BenchRow> run_bench(const BenchOptions& b,
+                                const std::function<void(const BenchRow&)>& on_row) {
+  CK_CHECK(!b.profiles.empty(), ConfigError, "bench: no --profile given");
+  CK_CHECK(b.frames >= 1, ConfigError, "bench: --frames must be >= 1, got ", b.frames);
+  CK_CHECK(!b.checkpoint.empty() || !b.random_arch.empty(), ConfigError,
+           "bench: give --checkpoint FILE or --random-weights");
+  if (b.refiner_only) return refiner_bench(b, on_row);
+
+  const auto x = model::seeded_input(1, b.img_size, b.seed, b.hint_band_area).contiguous();
+  const std::vector<float> input(x.data_ptr<float>(), x.data_ptr<float>() + x.numel());
+  std::vector<BenchRow> rows;
+  std::vector<float> ref_alpha, ref_fg;
+  for (const auto& p : b.profiles) {
+    auto engine = create_engine(bench_engine_options(b, p));
+    BenchRow row;
+    row.profile = p;
+    row.info = engine->info();
+    row.precision = row.info.precision;
+    std::vector<double> totals;
+    std::vector<StageTimings> stages;
+    BaseEngine::ModelOutput out;
+    for (int i = 0; i < b.warmup + b.frames; ++i) {
+      out = engine->run_model(input);
+      if (i < b.warmup) continue;
+      totals.push_back(out.timings.model_ms);
+      stages.push_back(out.timings);
+      take_peak(row.peak, out.memory);
+    }
+    fill_stats(row, totals, stages);
+    if (ref_alpha.empty()) {
+      ref_alpha = out.alpha;
+      ref_fg = out.fg;
+    }
+    row.routed_stage2 = out.routed_stage2;
+    row.routed_stage3 = out.routed_stage3;
+    row.alpha_max_diff = max_diff(out.alpha, ref_alpha);
+    row.fg_max_diff = max_diff(out.fg, ref_fg);
+    rows.push_back(row);
+    if (on_row) on_row(row);
+  }
+  return rows;
+}
+
+CORRIDORKEY_NAMESPACE_END

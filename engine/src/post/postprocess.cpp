@@ -1,0 +1,127 @@
+#include "post/postprocess.h"
+
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace corridorkey::post {
+namespace {
+
+cv::Mat as_mat(const Image& im) {  // shares memory
+  return cv::Mat(im.height, im.width, CV_32FC(im.channels), const_cast<float*>(im.pixels.data()));
+}
+
+Image from_mat(const cv::Mat& m) {
+  Image im;
+  im.width = m.cols;
+  im.height = m.rows;
+  im.channels = m.channels();
+  im.pixels.resize(static_cast<size_t>(m.total()) * m.channels());
+  cv::Mat dst(m.rows, m.cols, m.type(), im.pixels.data());
+  m.copyTo(dst);
+  return im;
+}
+
+Image blank(int w, int h, int c) {
+  Image im;
+  im.width = w;
+  im.height = h;
+  im.channels = c;
+  im.pixels.assign(static_cast<size_t>(w) * h * c, 0.f);
+  return im;
+}
+
+}  // namespace
+
+float srgb_to_linear(float x) {
+  x = std::max(x, 0.f);
+  return x <= 0.04045f ? x / 12.92f : std::pow((x + 0.055f) / 1.055f, 2.4f);
+}
+
+float linear_to_srgb(float x) {
+  x = std::max(x, 0.f);
+  return x <= 0.0031308f ? x * 12.92f : 1.055f * std::pow(x, 1.f / 2.4f) - 0.055f;
+}
+
+Image resize_lanczos(const Image& src, int width, int height) {
+  if (src.width == width && src.height == height) return src;
+  cv::Mat out;
+  cv::resize(as_mat(src), out, cv::Size(width, height), 0, 0, cv::INTER_LANCZOS4);
+  return from_mat(out.reshape(src.channels));
+}
+
+Image despeckle(const Image& alpha, int min_area) {
+  const cv::Mat a = as_mat(alpha);
+  cv::Mat binary = a > 0.5f;  // uint8 0/255
+  cv::Mat labels, stats, centroids;
+  const int n = cv::connectedComponentsWithStats(binary, labels, stats, centroids, 8, CV_32S);
+  std::vector<uint8_t> keep(static_cast<size_t>(n), 0);
+  for (int i = 1; i < n; ++i) keep[i] = stats.at<int>(i, cv::CC_STAT_AREA) >= min_area ? 255 : 0;
+  cv::Mat mask(a.size(), CV_8U);
+  for (int y = 0; y < a.rows; ++y) {
+    const int* l = labels.ptr<int>(y);
+    uint8_t* m = mask.ptr<uint8_t>(y);
+    for (int x = 0; x < a.cols; ++x) m[x] = keep[l[x]];
+  }
+  const int k = 2 * kDespeckleDilation + 1, b = 2 * kDespeckleBlur + 1;
+  cv::dilate(mask, mask, cv::getStructuringElement(cv::MORPH_ELLIPSE, cv::Size(k, k)));
+  cv::GaussianBlur(mask, mask, cv::Size(b, b), 0);
+  Image out = alpha;
+  for (int y = 0; y < a.rows; ++y) {
+    const uint8_t* m = mask.ptr<uint8_t>(y);
+    float* o = out.pixels.data() + static_cast<size_t>(y) * a.cols;
+    for (int x = 0; x < a.cols; ++x) o[x] *= static_cast<float>(m[x]) / 255.f;
+  }
+  return out;
+}
+
+Image despill(const Image& fg, float strength) {
+  Image out = fg;
+  if (strength <= 0.f) return out;
+  const size_t n = static_cast<size_t>(fg.width) * fg.height;
+  for (size_t i = 0; i < n; ++i) {
+    float* p = out.pixels.data() + i * fg.channels;
+    const float r = p[0], g = p[1], b = p[2];
+    const float spill = std::max(g - (r + b) * 0.5f, 0.f);
+    p[0] = r + strength * (spill * 0.5f);
+    p[1] = g + strength * (-spill);
+    p[2] = b + strength * (spill * 0.5f);
+  }
+  return out;
+}
+
+Image premultiply_linear(const Image& fg, const Image& alpha) {
+  Image out = blank(fg.width, fg.height, 4);
+  const size_t n = static_cast<size_t>(fg.width) * fg.height;
+  for (size_t i = 0; i < n; ++i) {
+    const float a = alpha.pixels[i];
+    for (int c = 0; c < 3; ++c) out.pixels[i * 4 + c] = srgb_to_linear(fg.pixels[i * fg.channels + c]) * a;
+    out.pixels[i * 4 + 3] = a;
+  }
+  return out;
+}
+
+Image checker_comp(const Image& fg, const Image& alpha) {
+  Image out = blank(fg.width, fg.height, 3);
+  const float dark = srgb_to_linear(kCheckerDark), light = srgb_to_linear(kCheckerLight);
+  for (int y = 0; y < fg.height; ++y)
+    for (int x = 0; x < fg.width; ++x) {
+      const size_t i = static_cast<size_t>(y) * fg.width + x;
+      const float bg = ((x / kCheckerSize + y / kCheckerSize) % 2 == 0) ? dark : light;
+      const float a = alpha.pixels[i];
+      for (int c = 0; c < 3; ++c) {
+        const float f = srgb_to_linear(fg.pixels[i * fg.channels + c]);
+        out.pixels[i * 3 + c] = linear_to_srgb(f * a + bg * (1.f - a));
+      }
+    }
+  return out;
+}
+
+PostResult finish(const Image& alpha, const Image& fg, const PostOptions& o) {
+  const Image clean = o.despeckle ? despeckle(alpha, o.despeckle_size) : alpha;
+  const Image spill_free = despill(fg, o.despill_strength);
+  return {premultiply_linear(spill_free, clean), checker_comp(spill_free, clean)};
+}
+
+}  // namespace corridorkey::post

@@ -1,0 +1,174 @@
+#include <corridorkey/engine.h>
+#include <corridorkey/errors.h>
+#include <corridorkey/profile.h>
+#include <corridorkey/system.h>
+
+#include "runtime/engine_impl.h"
+#include "runtime/frame_tensors.h"
+#include "runtime/memory.h"
+#include "model/checkpoint.h"
+#include "runtime/model_runner.h"
+#include "post/postprocess.h"
+#include "runtime/random_weights.h"
+#include "runtime/torch_boundary.h"
+
+#include <chrono>
+#include <iostream>
+#include <filesystem>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+}  // namespace
+
+BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
+  validate_profile(opt, "options");
+  info.device = choose_device(opt.device, probe_devices());
+  device = torch::Device(info.device);
+  if (opt.track_host_memory) detail::install_cpu_memory_tracker();
+  detail::apply_global_switches(opt, device.is_cuda(), info.notes);
+  detail::rethrow_torch("loading the model", [&] {
+    model::GreenFormer net{nullptr};
+    model::Checkpoint ck;
+    if (opt.checkpoint.empty() && !opt.random_weights_arch.empty()) {
+      auto cfg = model::GreenFormerConfig::by_name(opt.random_weights_arch,
+                                                   opt.img_size ? opt.img_size : 512);
+      cfg.validate();
+      net = model::GreenFormer(cfg);
+      detail::randomize_weights(*net, opt.random_weights_seed);
+      info.checkpoint = "random:" + opt.random_weights_arch;
+    } else {
+      if (opt.checkpoint.empty()) opt.checkpoint = default_checkpoint();
+      ck = model::read_checkpoint(opt.checkpoint);
+      if (const auto ignored = ck.ignored_summary(); !ignored.empty()) {  // one line per load
+        info.notes += opt.checkpoint + ": " + ignored + "\n";
+        std::cerr << "corridorkey: " << opt.checkpoint << ": " << ignored << "\n";
+      }
+      net = model::GreenFormer(model::config_at(ck, opt.img_size));
+      model::load_weights(*net, ck);
+      net->eval();
+      info.checkpoint = opt.checkpoint;
+    }
+    S = net->config().img_size;
+    info.img_size = S;
+    info.arch = net->config().arch;
+    for (const auto& p : net->parameters()) info.parameters += p.numel();
+    model::TokenRouter router{nullptr};
+    if (opt.token_routing) {
+      model::RoutingOptions ro;
+      ro.low = opt.edge_threshold_low;
+      ro.high = opt.edge_threshold_high;
+      ro.min_edge_tokens = opt.min_edge_tokens;
+      router = model::TokenRouter(net->config().encoder, S, ro);
+      if (router->load(ck.tensors, opt.checkpoint) == 0) {
+        const std::string msg =
+            "token_routing: no ltrm_stage* weights in the checkpoint, so the LTRMs are the "
+            "identity: easy tokens skip the routed blocks (faster, less accurate until fine-tuned)";
+        info.notes += msg + "\n";
+        std::cerr << "corridorkey: " << msg << "\n";
+      }
+    }
+    runner = std::make_unique<detail::ModelRunner>(net, opt, device, info.notes, router);
+    info.compile_mode_effective = runner->effective_compile_mode();
+    info.precision = runner->precision();
+  });
+  info.profile = opt.profile;
+}
+
+BaseEngine::BaseEngine(const EngineOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+BaseEngine::~BaseEngine() = default;
+const EngineOptions& BaseEngine::options() const { return impl_->opt; }
+const EngineInfo& BaseEngine::info() const { return impl_->info; }
+
+FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint) {
+  auto& I = *impl_;
+  FrameResult res;
+  const auto t_all = Clock::now();
+  detail::PeakMemoryScope mem(I.device);
+  CK_CHECK(plate.channels >= 3, IoError, "plate: expected at least 3 channels, got ",
+           plate.channels);
+  auto t0 = Clock::now();
+  const auto x = detail::rethrow_torch("pre-processing", [&] {
+    auto p = detail::view_to_tensor(plate, 3, "plate");
+    auto h = detail::view_to_tensor(hint, 1, "hint");
+    return detail::preprocess(p, h, I.S, I.opt.input_is_linear, I.device);
+  });
+  res.timings.preprocess_ms = ms_since(t0);
+  auto run = I.infer(x);
+  const uint64_t run_peaks[3] = {run.encoder_peak, run.decoders_peak, run.refiner_peak};
+  res.timings.encoder_ms = run.timings.encoder_ms;
+  res.timings.decoders_ms = run.timings.decoders_ms;
+  res.timings.refiner_ms = run.timings.refiner_ms;
+  res.timings.model_ms = run.timings.model_ms;
+  t0 = Clock::now();
+  detail::rethrow_torch("post-processing", [&] {
+    auto a = detail::tensor_to_image(run.alpha);
+    auto f = detail::tensor_to_image(run.fg);
+    run = {};
+    res.alpha = post::resize_lanczos(a, plate.width, plate.height);
+    res.fg = post::resize_lanczos(f, plate.width, plate.height);
+  });
+  post::PostOptions po;
+  po.despeckle = I.opt.despeckle;
+  po.despeckle_size = static_cast<int>(I.opt.despeckle_size);
+  po.despill_strength = static_cast<float>(I.opt.despill_strength);
+  auto pr = post::finish(res.alpha, res.fg, po);
+  res.processed = std::move(pr.processed);
+  res.comp = std::move(pr.comp);
+  res.timings.postprocess_ms = ms_since(t0);
+  res.timings.total_ms = ms_since(t_all);
+  res.memory = mem.finish();
+  res.memory.encoder_peak = run_peaks[0];
+  res.memory.decoders_peak = run_peaks[1];
+  res.memory.refiner_peak = run_peaks[2];
+  return res;
+}
+
+BaseEngine::ModelOutput BaseEngine::run_model(const std::vector<float>& input) {
+  auto& I = *impl_;
+  const auto S = I.S;
+  CK_CHECK(static_cast<int64_t>(input.size()) == 4 * S * S, IoError, "run_model: expected 4x",
+           S, "x", S, " floats, got ", input.size());
+  ModelOutput out;
+  detail::PeakMemoryScope mem(I.device);
+  const auto x = torch::from_blob(const_cast<float*>(input.data()), {1, 4, S, S}).to(I.device);
+  auto run = I.infer(x);
+  out.timings.encoder_ms = run.timings.encoder_ms;
+  out.timings.decoders_ms = run.timings.decoders_ms;
+  out.timings.refiner_ms = run.timings.refiner_ms;
+  out.timings.model_ms = run.timings.model_ms;
+  out.memory = mem.finish();
+  out.memory.encoder_peak = run.encoder_peak;
+  out.memory.decoders_peak = run.decoders_peak;
+  out.memory.refiner_peak = run.refiner_peak;
+  out.routed_stage2 = run.routed_stage2;
+  out.routed_stage3 = run.routed_stage3;
+  auto a = run.alpha.cpu().contiguous(), f = run.fg.cpu().contiguous();
+  out.alpha.assign(a.data_ptr<float>(), a.data_ptr<float>() + a.numel());
+  out.fg.assign(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+  return out;
+}
+
+namespace {
+const EngineOptions& without_routing(const EngineOptions& o) {
+  CK_CHECK(!o.token_routing, ConfigError, "token_routing needs OptimizedEngine (it owns the "
+           "routing modules): use create_engine() or a profile other than original");
+  return o;
+}
+}  // namespace
+
+OriginalEngine::OriginalEngine(const EngineOptions& o) : BaseEngine(without_routing(o)) {}
+OriginalEngine::OriginalEngine() : BaseEngine(load_profile("original")) {}
+OptimizedEngine::OptimizedEngine(const EngineOptions& o) : BaseEngine(o) {}
+OptimizedEngine::OptimizedEngine() : BaseEngine(load_profile("optimized")) {}
+
+std::unique_ptr<BaseEngine> create_engine(const EngineOptions& o) {
+  if (o.engine == EngineKind::Original) return std::make_unique<OriginalEngine>(o);
+  return std::make_unique<OptimizedEngine>(o);
+}
+
+CORRIDORKEY_NAMESPACE_END

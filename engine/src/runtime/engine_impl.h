@@ -1,0 +1,36 @@
+// BaseEngine's private state, shared by engine.cpp and the clip pipeline (pipeline.cpp),
+// which runs the engine's stages (pre-process, model, post-process) on separate threads.
+#pragma once
+
+#include <corridorkey/engine.h>
+
+#include "runtime/model_runner.h"
+#include "runtime/torch_boundary.h"
+
+#include <memory>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+struct BaseEngine::Impl {
+  EngineOptions opt;
+  EngineInfo info;
+  torch::Device device{torch::kCPU};
+  std::unique_ptr<detail::ModelRunner> runner;
+  int64_t S = 0;
+
+  /// Resolves the device, loads the checkpoint (or random weights), builds the runner
+  /// (engine.cpp).
+  explicit Impl(const EngineOptions& o);
+
+  detail::ModelRun infer(const torch::Tensor& x) {
+    return detail::rethrow_torch("inference on " + info.device,
+                                 [&] { return runner->run(x); });
+  }
+};
+
+struct EngineAccess {
+  using Impl = BaseEngine::Impl;
+  static Impl& impl(BaseEngine& e) { return *e.impl_; }
+};
+
+CORRIDORKEY_NAMESPACE_END

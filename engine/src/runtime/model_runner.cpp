@@ -1,0 +1,292 @@
+#include "runtime/model_runner.h"
+
+#include <corridorkey/errors.h>
+
+#include "runtime/memory.h"
+#include "model/tiled_refiner.h"
+
+#include <ATen/autocast_mode.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#include <torch/cuda.h>
+#ifdef CK_WITH_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include <chrono>
+#include <iostream>
+#include <mutex>
+
+namespace corridorkey::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+torch::ScalarType to_dtype(Precision p) {
+  switch (p) {
+    case Precision::Float16: return torch::kHalf;
+    case Precision::BFloat16: return torch::kBFloat16;
+    default: return torch::kFloat;
+  }
+}
+
+void note(std::string& notes, const std::string& line) {
+  notes += line + "\n";
+  std::cerr << "corridorkey: " << line << "\n";
+}
+
+/// RAII autocast for one device type.
+class AutocastScope {
+ public:
+  AutocastScope(bool on, c10::DeviceType dev, torch::ScalarType dt) : on_(on), dev_(dev) {
+    if (!on_) return;
+    prev_enabled_ = at::autocast::is_autocast_enabled(dev_);
+    prev_dtype_ = at::autocast::get_autocast_dtype(dev_);
+    at::autocast::set_autocast_enabled(dev_, true);
+    at::autocast::set_autocast_dtype(dev_, dt);
+  }
+  ~AutocastScope() {
+    if (!on_) return;
+    at::autocast::set_autocast_enabled(dev_, prev_enabled_);
+    at::autocast::set_autocast_dtype(dev_, prev_dtype_);
+    at::autocast::clear_cache();
+  }
+
+ private:
+  bool on_;
+  c10::DeviceType dev_;
+  bool prev_enabled_ = false;
+  torch::ScalarType prev_dtype_ = torch::kFloat;
+};
+
+}  // namespace
+
+struct ModelRunner::Graph {
+#ifdef CK_WITH_CUDA
+  at::cuda::CUDAGraph graph;
+  torch::Tensor in, alpha, fg;
+#endif
+};
+
+struct ModelRunner::Aoti {
+  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+};
+
+void apply_global_switches(const EngineOptions& o, bool uses_cuda, std::string& notes) {
+  static std::mutex m;
+  static bool applied = false;
+  static bool bench = false, tf32 = false;
+  std::lock_guard<std::mutex> lock(m);
+  if (!applied) {
+    bench = !o.disable_cudnn_benchmark;
+    tf32 = o.tf32;
+    at::globalContext().setBenchmarkCuDNN(bench);
+    at::globalContext().setAllowTF32CuBLAS(tf32);
+    at::globalContext().setAllowTF32CuDNN(tf32);
+    applied = true;
+    return;
+  }
+  if (uses_cuda && (bench != !o.disable_cudnn_benchmark || tf32 != o.tf32))
+    note(notes, "cudnn benchmark / tf32 are process-global and were already set by the first "
+                "engine (benchmark " + std::string(bench ? "on" : "off") + ", tf32 " +
+                    (tf32 ? "on" : "off") + "); this engine's values are not applied");
+}
+
+ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::Device device,
+                         std::string& notes, model::TokenRouter router)
+    : net_(std::move(net)), router_(std::move(router)), opt_(o), device_(device) {
+  // Precision: mixed keeps fp32 weights and autocasts matmuls/convs to the half type the
+  // profile names (fp16 by default on CUDA, bf16 on CPU); otherwise weights and
+  // activations are cast to model_precision.
+  if (o.mixed_precision) {
+    autocast_ = true;
+    autocast_dtype_ = o.model_precision != Precision::Float32 ? to_dtype(o.model_precision)
+                      : device.is_cuda()                      ? torch::kHalf
+                                                              : torch::kBFloat16;
+    weight_dtype_ = torch::kFloat;
+  } else {
+    weight_dtype_ = to_dtype(o.model_precision);
+  }
+  if (weight_dtype_ == torch::kHalf && device.is_cpu())
+    note(notes, "model_precision float16 on CPU runs, but slowly (no native fp16 kernels on "
+                "most CPUs); bfloat16 or float32 are faster there");
+  net_->to(device_, weight_dtype_);
+  net_->eval();
+  if (router_) {
+    router_->to(device_, weight_dtype_);
+    router_->eval();
+  }
+  net_->set_flash_attention(o.flash_attention);
+  net_->set_fused_decoders(o.fused_decoder);
+
+  // Compile modes.
+  const bool cuda = device.is_cuda();
+  switch (o.compile_mode) {
+    case CompileMode::None: break;
+    case CompileMode::ReduceOverhead:
+      if (cuda) exec_ = Exec::CudaGraph;
+      else note(notes, "compile_mode reduce-overhead uses CUDA graphs, which need a CUDA device; "
+                       "running eager on " + device.str());
+      break;
+    case CompileMode::Default:
+    case CompileMode::MaxAutotune:
+      if (!o.aoti_package.empty()) {
+        exec_ = Exec::Aoti;
+      } else if (cuda) {
+        exec_ = Exec::CudaGraph;
+        note(notes, std::string("compile_mode ") + to_string(o.compile_mode) +
+                        ": no AOTInductor package given (aoti_package); using CUDA graphs");
+      } else {
+        note(notes, std::string("compile_mode ") + to_string(o.compile_mode) +
+                        ": no AOTInductor package given and no CUDA graphs on " + device.str() +
+                        "; running eager on " + device.str());
+      }
+      break;
+  }
+  if (exec_ == Exec::CudaGraph && o.cache_clearing)
+    note(notes, "cache_clearing is skipped inside CUDA graph replay (the graph's memory pool is "
+                "fixed at capture)");
+  if (exec_ == Exec::Aoti) {
+    aoti_ = std::make_unique<Aoti>();
+    try {
+      aoti_->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
+          o.aoti_package, "model", false, 1, device.is_cuda() ? device.index() : -1);
+    } catch (const c10::Error& e) {
+      throw ModelError(o.aoti_package + ": AOTInductor package cannot be loaded: " +
+                       e.what_without_backtrace());
+    }
+  }
+}
+
+ModelRunner::~ModelRunner() = default;
+
+std::string ModelRunner::precision() const {
+  auto name = [](torch::ScalarType t) {
+    return t == torch::kHalf ? "float16" : t == torch::kBFloat16 ? "bfloat16" : "float32";
+  };
+  return autocast_ ? std::string("mixed/") + name(autocast_dtype_) : name(weight_dtype_);
+}
+
+std::string ModelRunner::effective_compile_mode() const {
+  switch (exec_) {
+    case Exec::CudaGraph: return "cuda-graph";
+    case Exec::Aoti: return "aoti";
+    default: return "eager";
+  }
+}
+
+ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
+  c10::InferenceMode guard;
+  AutocastScope ac(autocast_, device_.type(), autocast_dtype_);
+  const auto x = autocast_ ? x_in : x_in.to(weight_dtype_);
+  const bool sync = timed && device_.is_cuda();
+  auto t0 = Clock::now(), last = t0;
+  ModelRun out;
+  model::ForwardOptions fo;
+  fo.keep_intermediates = false;  // free features/logits as soon as consumed
+  fo.refiner_scale = opt_.refiner_scale;
+  if (opt_.tiled_refiner) {
+    const int64_t tile = opt_.tile_size;
+    fo.refiner_override = [this, tile](const torch::Tensor& in) {
+      return model::tiled_refiner_forward(*net_->refiner, in, {tile});
+    };
+  }
+  const bool clear = opt_.cache_clearing && exec_ != Exec::CudaGraph;
+  const uint64_t base = timed ? live_bytes(device_) : 0;
+  if (timed) interval_peak(device_, base);
+  fo.on_stage = [&](const char* stage) {
+    if (sync) torch::cuda::synchronize();
+    const auto now = Clock::now();
+    const std::string s(stage);
+    const uint64_t peak = interval_peak(device_, base);
+    if (s == "encoder") {
+      out.timings.encoder_ms = ms(last, now);
+      out.encoder_peak = peak;
+    } else if (s == "decoders") {
+      out.timings.decoders_ms = ms(last, now);
+      out.decoders_peak = peak;
+    } else {
+      out.timings.refiner_ms = ms(last, now);
+      out.refiner_peak = peak;
+    }
+    if (clear) empty_device_cache(device_);
+    last = Clock::now();
+  };
+  if (!timed) fo.on_stage = nullptr;
+  if (router_) {
+    router_->plan(x);  // index sets once per frame and stage, before the encoder runs
+    fo.encoder_block_hook = [this](size_t i, model::HieraBlockImpl& blk, const torch::Tensor& t) {
+      return router_->run_block(i, blk, t);
+    };
+    out.routed_stage2 = router_->route(2).fraction;
+    out.routed_stage3 = router_->route(3).fraction;
+  }
+  auto r = net_->forward(x, fo);
+  out.alpha = r.alpha.to(torch::kFloat);
+  out.fg = r.fg.to(torch::kFloat);
+  if (sync) torch::cuda::synchronize();
+  out.timings.model_ms = ms(t0, Clock::now());
+  return out;
+}
+
+ModelRun ModelRunner::run(const torch::Tensor& x) {
+  switch (exec_) {
+    case Exec::Eager: return eager(x, true);
+    case Exec::Aoti: {
+      c10::InferenceMode guard;
+      const auto t0 = Clock::now();
+      auto outs = aoti_->loader->run({x.to(weight_dtype_)});
+      CK_CHECK(outs.size() >= 2, ModelError, opt_.aoti_package,
+               ": AOTInductor package must return (..., alpha, fg)");
+      ModelRun r;
+      r.alpha = outs[outs.size() - 2].to(torch::kFloat);
+      r.fg = outs.back().to(torch::kFloat);
+      r.timings.model_ms = ms(t0, Clock::now());
+      return r;
+    }
+    case Exec::CudaGraph: {
+#ifdef CK_WITH_CUDA
+      if (!graph_) {
+        // Capture once at the fixed input size (warm-up on the capture stream first so
+        // lazy initialisation and cuDNN algorithm choice happen outside the graph).
+        graph_ = std::make_unique<Graph>();
+        graph_->in = torch::zeros_like(x);
+        auto stream = c10::cuda::getStreamFromPool();
+        {
+          c10::cuda::CUDAStreamGuard sg(stream);
+          for (int i = 0; i < 2; ++i) eager(graph_->in, false);
+        }
+        torch::cuda::synchronize();
+        {
+          c10::cuda::CUDAStreamGuard sg(stream);
+          graph_->graph.capture_begin();
+          auto r = eager(graph_->in, false);
+          graph_->graph.capture_end();
+          graph_->alpha = r.alpha;
+          graph_->fg = r.fg;
+        }
+        torch::cuda::synchronize();
+      }
+      const auto t0 = Clock::now();
+      graph_->in.copy_(x);
+      graph_->graph.replay();
+      ModelRun r;
+      r.alpha = graph_->alpha.clone();
+      r.fg = graph_->fg.clone();
+      torch::cuda::synchronize();
+      r.timings.model_ms = ms(t0, Clock::now());
+      return r;
+#else
+      throw ModelError("CUDA graphs requested in a build without CUDA");
+#endif
+    }
+  }
+  return eager(x, true);
+}
+
+}  // namespace corridorkey::detail

@@ -1,0 +1,64 @@
+// The bundled checkpoint keys the bundled sample clip as well as when it was trained:
+// alpha SAD / MSE against the clip's ground truth on a few frames, fixed within a small
+// tolerance (tests/bundled_model_metrics.json, written by the command in that file).
+// An engine change that degrades the matte fails here.
+#include <corridorkey/engine.h>
+#include <corridorkey/profile.h>
+
+#include <catch2/catch.hpp>
+
+#include "io/image_io.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+
+using namespace corridorkey;
+
+namespace {
+struct Score {
+  double sad = 0, mse = 0;
+};
+Score score(const Image& a, const Image& gt) {
+  Score s;
+  for (size_t i = 0; i < gt.pixels.size(); ++i) {
+    const double d = a.pixels[i] - gt.pixels[i];
+    s.sad += std::fabs(d);
+    s.mse += d * d;
+  }
+  s.sad /= 1000.0;
+  s.mse /= static_cast<double>(gt.pixels.size());
+  return s;
+}
+}  // namespace
+
+TEST_CASE("bundled model keeps its measured quality on the sample clip", "[model]") {
+  const char* src = std::getenv("CK_SOURCE_DIR");
+  REQUIRE(src);  // set by ctest
+  const std::string root = src;
+  std::ifstream f(root + "/tests/bundled_model_metrics.json");
+  REQUIRE(f.good());
+  const auto expected = nlohmann::json::parse(f);
+  auto o = load_profile("original");
+  o.device = "cpu";  // bundled default checkpoint
+  OriginalEngine e(o);
+  CHECK(e.info().checkpoint.find(expected.at("checkpoint").get<std::string>()) != std::string::npos);
+  for (const auto& fr : expected.at("frames")) {
+    const std::string name = fr.at("frame");
+    INFO(name);
+    const auto clip = root + "/samples/greenscreen_demo/";
+    const auto plate = io::read_image(clip + "Input/" + name + ".png");
+    const auto hint = io::read_image(clip + "AlphaHint/" + name + ".png");
+    const auto gt = io::read_image(clip + "GT/alpha/" + name + ".png");
+    const auto r = e.process_frame(plate.view(), hint.view());
+    const auto m = score(r.alpha, gt);
+    const auto h = score(hint, gt);
+    UNSCOPED_INFO(name << ": model SAD " << m.sad << " MSE " << m.mse << " | hint SAD " << h.sad
+                       << " MSE " << h.mse);
+    CHECK(m.sad == Approx(fr.at("sad").get<double>()).epsilon(0.02).margin(0.01));
+    CHECK(m.mse == Approx(fr.at("mse").get<double>()).epsilon(0.02).margin(1e-5));
+    CHECK(m.mse < h.mse);  // better than the hint it was given
+  }
+}

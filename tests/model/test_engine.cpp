@@ -1,0 +1,173 @@
+// Engines end to end through the public API, and each optimization toggle's numerical
+// effect against the unoptimized path (bounds from the engines issue).
+#include <corridorkey/engine.h>
+#include <corridorkey/errors.h>
+#include <corridorkey/profile.h>
+
+#include <catch2/catch.hpp>
+
+#include "model/sample_input.h"
+#include "support/support.h"
+
+#include <cmath>
+
+using namespace corridorkey;
+using Catch::Matchers::Contains;
+
+namespace {
+
+EngineOptions tiny(const std::string& profile, int64_t img = 256) {
+  auto o = load_profile(profile);
+  o.checkpoint = ck_test::fixture("tiny256.pth");
+  o.img_size = img;
+  o.device = "cpu";
+  return o;
+}
+
+std::vector<float> seeded(int64_t S, uint64_t seed) {
+  auto x = model::seeded_input(1, S, seed).contiguous();
+  return {x.data_ptr<float>(), x.data_ptr<float>() + x.numel()};
+}
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
+  return m;
+}
+
+struct Drift {
+  double alpha, fg;
+};
+Drift drift(const EngineOptions& base, const EngineOptions& other, int64_t S) {
+  const auto in = seeded(S, 11);
+  const auto a = OriginalEngine(base).run_model(in);
+  const auto b = OptimizedEngine(other).run_model(in);
+  return {max_diff(a.alpha, b.alpha), max_diff(a.fg, b.fg)};
+}
+
+}  // namespace
+
+TEST_CASE("flash attention: fp32 alpha/fg within 1e-5 of the 5-D path", "[model]") {
+  auto base = tiny("original");
+  auto flash = base;
+  flash.flash_attention = true;
+  const auto d = drift(base, flash, 256);
+  INFO("alpha " << d.alpha << " fg " << d.fg);
+  CHECK(d.alpha <= 1e-5);
+  CHECK(d.fg <= 1e-5);
+}
+
+TEST_CASE("tiled refiner: fp32 alpha/fg within 1e-4 of the untiled refiner", "[model]") {
+  auto base = tiny("original");
+  auto tiled = base;
+  tiled.tiled_refiner = true;
+  tiled.tile_size = 64;  // 16 tiles at 256
+  const auto d = drift(base, tiled, 256);
+  INFO("alpha " << d.alpha << " fg " << d.fg);
+  CHECK(d.alpha <= 1e-4);
+  CHECK(d.fg <= 1e-4);
+}
+
+TEST_CASE("optimized profile at fp32 stays within 1e-4 of original", "[model]") {
+  auto opt = tiny("optimized");
+  opt.model_precision = Precision::Float32;
+  opt.tile_size = 64;
+  const auto d = drift(tiny("original"), opt, 256);
+  CHECK(d.alpha <= 1e-4);
+  CHECK(d.fg <= 1e-4);
+}
+
+TEST_CASE("half precisions run on CPU and drift boundedly from fp32", "[model]") {
+  // bf16 keeps 8 mantissa bits: ~1e-2 drift through 5 blocks + refiner is expected.
+  for (auto [prec, mixed] : {std::pair{Precision::BFloat16, false}, std::pair{Precision::BFloat16, true},
+                             std::pair{Precision::Float16, false}}) {
+    auto o = tiny("original");
+    o.model_precision = prec;
+    o.mixed_precision = mixed;
+    const auto d = drift(tiny("original"), o, 256);
+    INFO(to_string(prec) << (mixed ? " mixed" : "") << ": alpha " << d.alpha << " fg " << d.fg);
+    CHECK(d.alpha > 0);  // it really ran in reduced precision
+    CHECK(d.alpha <= 0.1);
+    CHECK(d.fg <= 0.1);
+  }
+}
+
+TEST_CASE("compile modes that cannot apply say what runs instead", "[model]") {
+  for (auto mode : {CompileMode::ReduceOverhead, CompileMode::MaxAutotune, CompileMode::Default}) {
+    auto o = tiny("original");
+    o.compile_mode = mode;
+    OptimizedEngine e(o);
+    CHECK(e.info().compile_mode_effective == "eager");
+    CHECK_THAT(e.info().notes, Contains(to_string(mode)) && Contains("running eager on cpu"));
+  }
+  auto o = tiny("original");
+  o.compile_mode = CompileMode::MaxAutotune;
+  o.aoti_package = "/nonexistent/model.pt2";
+  CHECK_THROWS_AS(OptimizedEngine(o), ModelError);
+}
+
+TEST_CASE("process_frame keys a frame: sizes, ranges, post-processing consistency", "[model]") {
+  auto o = tiny("original", 128);
+  o.track_host_memory = true;
+  o.despeckle = false;  // processed alpha must then equal the raw alpha
+  o.despill_strength = 0.0;
+  OriginalEngine e(o);
+  const int W = 96, H = 72;
+  std::vector<uint8_t> plate(W * H * 4);
+  std::vector<uint16_t> hint(W / 2 * H / 2);
+  for (int y = 0; y < H; ++y)
+    for (int x = 0; x < W; ++x) {
+      uint8_t* p = &plate[(y * W + x) * 4];
+      p[0] = static_cast<uint8_t>(x * 2), p[1] = 200, p[2] = static_cast<uint8_t>(y * 3), p[3] = 255;
+    }
+  for (int y = 0; y < H / 2; ++y)
+    for (int x = 0; x < W / 2; ++x) hint[y * (W / 2) + x] = (x > 12 && x < 36) ? 65535 : 0;
+  ImageView pv{plate.data(), W, H, 4, PixelType::UInt8, 0};
+  ImageView hv{hint.data(), W / 2, H / 2, 1, PixelType::UInt16, 0};
+  const auto r = e.process_frame(pv, hv);
+  CHECK((r.alpha.width == W && r.alpha.height == H && r.alpha.channels == 1));
+  CHECK(r.fg.channels == 3);
+  CHECK(r.processed.channels == 4);
+  CHECK(r.comp.channels == 3);
+  for (size_t i = 0; i < r.alpha.pixels.size(); ++i) {
+    CHECK(r.processed.pixels[i * 4 + 3] == r.alpha.pixels[i]);
+    if (i > 50) break;
+  }
+  // processed rgb = srgb_to_linear(fg) * alpha (despill off)
+  const float a = r.alpha.at(40, 30, 0), f = r.fg.at(40, 30, 1);
+  const float lin = f <= 0.04045f ? f / 12.92f : std::pow((f + 0.055f) / 1.055f, 2.4f);
+  CHECK(r.processed.pixels[(30 * W + 40) * 4 + 1] == Approx(lin * a).margin(1e-5));
+  CHECK(r.timings.model_ms > 0);
+  CHECK(r.memory.host_peak_allocated > 0);
+  // Deterministic.
+  const auto r2 = e.process_frame(pv, hv);
+  CHECK(r2.alpha.pixels == r.alpha.pixels);
+}
+
+TEST_CASE("engine errors are typed and name the problem", "[model]") {
+  auto o = tiny("original");
+  o.checkpoint = "/nonexistent/CorridorKey.pth";
+  CHECK_THROWS_AS(OriginalEngine(o), IoError);
+  o = tiny("original");
+  o.device = "cuda:3";
+  CHECK_THROWS_AS(OriginalEngine(o), DeviceError);
+  o = tiny("original");
+  o.img_size = 100;
+  CHECK_THROWS_WITH(OriginalEngine(o), Contains("img_size 100"));
+  OriginalEngine e(tiny("original", 128));
+  CHECK_THROWS_AS(e.run_model(std::vector<float>(10)), IoError);
+  ImageView empty{};
+  CHECK_THROWS_WITH(e.process_frame(empty, empty), Contains("plate"));
+}
+
+TEST_CASE("create_engine picks the class by profile", "[model]") {
+  auto e = create_engine(tiny("original", 128));
+  CHECK(dynamic_cast<OriginalEngine*>(e.get()) != nullptr);
+  auto o = tiny("optimized", 128);
+  o.model_precision = Precision::Float32;
+  auto e2 = create_engine(o);
+  CHECK(dynamic_cast<OptimizedEngine*>(e2.get()) != nullptr);
+  CHECK(e2->info().arch == "tiny");
+  CHECK(e2->info().img_size == 128);
+}

@@ -1,0 +1,76 @@
+#!/bin/bash
+# Render-farm jobs through the real binary: validate, plan, idempotent chunks, and the two
+# scheduler exports run by real schedulers: Open Job Description (openjd-cli from the venv)
+# and Slurm (a single-node cluster started here; exit 77 = visible skip when not installed).
+# Usage: cli_job.sh CLI WORKDIR MODE   (MODE: basic | openjd | slurm)
+set -u
+cli=$1; work=$2; mode=$3
+venv_bin=$(dirname "$CK_PYTHON")
+fail() { echo "FAIL: $*"; exit 1; }
+rm -rf "$work"; mkdir -p "$work/clips"
+"$CK_PYTHON" - "$work/clips" <<'PY' || fail "clip generation"
+import sys, os, numpy as np
+from PIL import Image
+for name, n in (("sh010", 5), ("sh020", 3)):
+    root = f"{sys.argv[1]}/{name}"
+    os.makedirs(root + "/Input"); os.makedirs(root + "/AlphaHint")
+    for f in range(n):
+        y, x = np.mgrid[0:72, 0:128]
+        inside = ((x - 50 - 4 * f) ** 2 + (y - 36) ** 2) < 22 ** 2
+        Image.fromarray(np.where(inside[..., None], [200, 90, 60], [20, 210, 30]).astype(np.uint8)).save(f"{root}/Input/{f + 1:04d}.png")
+        Image.fromarray((inside * 255).astype(np.uint8)).save(f"{root}/AlphaHint/{f + 1:04d}.png")
+PY
+cat > "$work/job.yaml" <<YAML
+version: 1
+name: citest
+clips_root: clips
+profile: original
+device: cpu
+chunk_size: 3
+outputs: [matte, comp]
+YAML
+count() { find "$work/clips" -path '*Output/Matte/*.exr' | wc -l; }
+case $mode in
+basic)
+  "$cli" job validate "$work/job.yaml" | grep -q "2 clip(s), 8 frames, 3 chunk(s)" || fail "validate"
+  "$cli" job plan "$work/job.yaml" --chunks 3 > "$work/plan.txt" || fail "plan"
+  grep -q "chunk 2/3: sh010 frames 3-5 -> .*sh010/Output$" "$work/plan.txt" || { cat "$work/plan.txt"; fail "plan content"; }
+  "$cli" job run "$work/job.yaml" --chunk 2/3 --quiet || fail "run chunk 2/3"
+  [ "$(count)" -eq 3 ] || fail "chunk 2/3 wrote $(count) mattes, expected 3"
+  "$cli" job run "$work/job.yaml" --chunk 2/3 2> "$work/rerun.txt" || fail "rerun"
+  grep -q "0 keyed, 3 already done" "$work/rerun.txt" || { cat "$work/rerun.txt"; fail "rerun not idempotent"; }
+  "$cli" job run "$work/job.yaml" --chunk 4/3; [ $? -eq 2 ] || fail "bad --chunk not a usage error"
+  printf 'clips_root: clips\nchunk_size: -1\n' > "$work/bad.yaml"
+  "$cli" job validate "$work/bad.yaml" 2> "$work/bad.txt"; [ $? -eq 2 ] || fail "bad job not exit 2"
+  grep -q "bad.yaml:2: key 'chunk_size': invalid value '-1'" "$work/bad.txt" || { cat "$work/bad.txt"; fail "schema message"; }
+  ;;
+openjd)
+  [ -x "$venv_bin/openjd" ] || { echo "SKIPPED: openjd-cli is not installed in the venv"; exit 77; }
+  "$cli" job export "$work/job.yaml" --to openjd -o "$work/job.template.yaml" || fail "export openjd"
+  "$venv_bin/openjd" check "$work/job.template.yaml" || fail "openjd check"
+  "$venv_bin/openjd" run "$work/job.template.yaml" --step key-sh010 --task-param Chunk=2 > "$work/openjd.log" 2>&1 \
+    || { tail -20 "$work/openjd.log"; fail "openjd run"; }
+  [ -f "$work/clips/sh010/Output/Matte/0004.exr" ] || { tail -20 "$work/openjd.log"; fail "openjd task wrote no output"; }
+  [ "$(count)" -eq 3 ] || fail "openjd chunk 2/2 of sh010 (frames 3-5) wrote $(count) mattes, expected 3"
+  ;;
+slurm)
+  conf=$(bash "$(dirname "$0")/slurm/start_slurm.sh" "$work/slurm"); rc=$?
+  [ $rc -eq 77 ] && { echo "SKIPPED: $conf"; exit 77; }
+  [ $rc -eq 0 ] || { echo "$conf"; fail "slurm did not start"; }
+  export SLURM_CONF=$conf
+  trap 'bash "$(dirname "$0")/slurm/stop_slurm.sh" "$work/slurm"' EXIT
+  "$cli" job export "$work/job.yaml" --to slurm -o "$work/job.sbatch" --log-dir "$work" || fail "export slurm"
+  jid=$(sbatch --parsable "$work/job.sbatch") || fail "sbatch"
+  for i in $(seq 1 180); do
+    [ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] && break
+    sleep 1
+  done
+  [ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] || fail "slurm job $jid still running after 180 s"
+  states=$(scontrol show job "$jid" | grep -o 'JobState=[A-Z]*' | sort | uniq -c)
+  echo "$states"
+  echo "$states" | grep -v -q 'JobState=COMPLETED' && { cat "$work"/citest-*.out; fail "not every array task completed"; }
+  [ "$(echo "$states" | awk '{s+=$1} END {print s}')" -eq 3 ] || fail "expected 3 array tasks"
+  [ "$(count)" -eq 8 ] || fail "slurm wrote $(count) mattes, expected 8"
+  ;;
+esac
+echo "job $mode: ok"

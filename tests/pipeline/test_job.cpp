@@ -1,0 +1,147 @@
+// Render-farm jobs: schema errors, chunk arithmetic, idempotent chunk runs, exports.
+#include <corridorkey/errors.h>
+#include <corridorkey/job.h>
+
+#include <catch2/catch.hpp>
+
+#include "io/image_io.h"
+#include "support/support.h"
+
+#include <fstream>
+
+using namespace corridorkey;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path write(const fs::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+  return p;
+}
+/// Two small clips: a (5 frames) and b (3 frames), PNG plate + hint.
+fs::path make_clips(const fs::path& root) {
+  for (auto [name, n] : {std::pair<const char*, int>{"a", 5}, {"b", 3}}) {
+    fs::create_directories(root / name / "Input");
+    fs::create_directories(root / name / "AlphaHint");
+    for (int f = 1; f <= n; ++f) {
+      Image plate, hint;
+      plate.width = hint.width = 64;
+      plate.height = hint.height = 48;
+      plate.channels = 3;
+      hint.channels = 1;
+      plate.pixels.assign(64 * 48 * 3, 0.2f);
+      hint.pixels.assign(64 * 48, 0.f);
+      for (int y = 10; y < 38; ++y)
+        for (int x = 10 + f; x < 40 + f; ++x) {
+          hint.pixels[y * 64 + x] = 1.f;
+          plate.pixels[(y * 64 + x) * 3 + 0] = 0.8f;
+        }
+      const auto stem = "f" + std::to_string(f);
+      io::write_png8((root / name / "Input" / (stem + ".png")).string(), plate);
+      io::write_png8((root / name / "AlphaHint" / (stem + ".png")).string(), hint);
+    }
+  }
+  return root;
+}
+}  // namespace
+
+TEST_CASE("every frame lands in exactly one chunk, for any N", "[unit]") {
+  JobFrames jf;
+  jf.clip_paths = {"/x/a", "/x/b", "/x/c"};
+  jf.clip_names = {"a", "b", "c"};
+  jf.frames = {{1, 2, 3, 4, 5, 6, 7}, {10, 11, 12, 20}, {1}};
+  for (int n = 1; n <= 15; ++n) {
+    const auto chunks = plan_chunks(jf, n, 10);
+    INFO("n " << n);
+    REQUIRE(static_cast<int>(chunks.size()) == std::min(n, jf.total()));
+    std::multiset<std::string> seen;
+    size_t lo = 100, hi = 0;
+    for (const auto& c : chunks) {
+      size_t sz = 0;
+      for (const auto& p : c.parts)
+        for (int f = p.first; f <= p.last; ++f) {
+          seen.insert(p.clip_name + ":" + std::to_string(f));
+          ++sz;
+        }
+      lo = std::min(lo, sz);
+      hi = std::max(hi, sz);
+    }
+    CHECK(seen.size() == 12);
+    for (size_t c = 0; c < jf.frames.size(); ++c)
+      for (int f : jf.frames[c]) CHECK(seen.count(jf.clip_names[c] + ":" + std::to_string(f)) == 1);
+    CHECK(hi - lo <= 1);  // balanced
+  }
+  // Gaps in a clip's frame list split a part: clip b frames 10-12 and 20.
+  const auto one = plan_chunks(jf, 1, 10).front();
+  REQUIRE(one.parts.size() == 4);
+  CHECK((one.parts[1].first == 10 && one.parts[1].last == 12 && one.parts[2].first == 20));
+  CHECK(plan_chunks(jf, 0, 5).size() == 3);  // ceil(12 / 5)
+  CHECK(plan_clip_chunks(jf, "a", 0, 3).size() == 3);
+  CHECK_THROWS_AS(plan_clip_chunks(jf, "zz", 0, 3), ConfigError);
+}
+
+TEST_CASE("job schema errors name the key and line", "[unit]") {
+  const auto dir = ck_test::temp_dir("jobschema");
+  auto load = [&](const std::string& text) { return load_job(write(dir / "j.yaml", text).string()); };
+  CHECK_THROWS_WITH(load("clips: [a]\nchunk_sise: 3\n"), Contains("j.yaml:2") && Contains("unknown key 'chunk_sise'"));
+  CHECK_THROWS_WITH(load("clips: [a]\nchunk_size: many\n"), Contains("key 'chunk_size'") && Contains("'many'"));
+  CHECK_THROWS_WITH(load("clips: [a]\nchunk_size: 0\n"), Contains("j.yaml:2: key 'chunk_size': invalid value '0'") && Contains("positive integer"));
+  CHECK_THROWS_WITH(load("clips: [a]\noutputs: [fg, alpha]\n"), Contains("'fg,alpha'") && Contains("subset of fg, matte, comp, processed"));
+  CHECK_THROWS_WITH(load("clips: [a]\noverrides:\n  tile_size: 100\n"), Contains("j.yaml:3") && Contains("tile_size"));
+  CHECK_THROWS_WITH(load("clips:\n  - path: a\n    frames: 9-2\n"), Contains("j.yaml:3") && Contains("9-2"));
+  CHECK_THROWS_WITH(load("clips: [a]\nprofile: turbo\n"), Contains("key 'profile'") && Contains("turbo"));
+  CHECK_THROWS_WITH(load("name: x\n"), Contains("nothing to key"));
+  CHECK_THROWS_WITH(load("clips: [a]\non_error: retry\n"), Contains("one of stop, skip"));
+  CHECK_THROWS_WITH(load("clips: [a]\ndevice: foo\n"), Contains("key 'device'") && Contains("cuda:N"));
+  CHECK_THROWS_WITH(load("clips: [a]\nrefiner_scale: .nan\n"), Contains("key 'refiner_scale'"));
+  CHECK_THROWS_WITH(load("clips: [a]\nchunk_size: 2\nchunk_size: 3\n"), Contains("appears twice"));
+  CHECK_THROWS_WITH(load("clips: [a]\nname: \"x'$(touch y)\"\n"), Contains("key 'name'"));
+  CHECK_THROWS_WITH(load("clips: [a]\nskip_existing: false\n"), Contains("always skip"));
+  CHECK_THROWS_WITH(load("clips: [a]\nimg_size: 100\n"), Contains("multiple of 32"));
+  CHECK_THROWS_WITH(load("clips: [a\n"), Contains("not valid YAML"));
+  const auto ok = load("clips: [a]\nprofile: optimized\noverrides: {tile_size: 384}\ndevice: cpu\n");
+  CHECK(ok.engine.tile_size == 384);
+  CHECK(ok.engine.flash_attention);  // from the profile
+  CHECK(ok.engine.device == "cpu");
+  const auto lst = load("clips: [a]\noutputs: [matte, comp]\ndespill: 2\nread_workers: 3\n");
+  CHECK((!lst.inference.fg && lst.inference.matte && lst.inference.comp));
+  CHECK(lst.engine.despill_strength == Approx(0.2));
+  CHECK(lst.inference.read_workers == 3);
+  CHECK(ok.clips.front().path == (dir / "a").lexically_normal().string());  // relative to the file
+  fs::remove_all(dir);
+}
+
+TEST_CASE("job chunks run idempotently and resume", "[pipeline]") {
+  const auto root = make_clips(ck_test::temp_dir("jobrun"));
+  const auto file = write(root / "job.yaml",
+                          "name: t\nclips: [a, {path: b, frames: 2-3}]\nprofile: original\n"
+                          "device: cpu\nchunk_size: 3\noutput_root: out\noutputs: [matte, comp]\n");
+  const auto job = load_job(file.string());
+  const auto jf = job_frames(job);
+  REQUIRE(jf.total() == 7);
+  const auto chunks = plan_chunks(jf, 0, job.chunk_size);
+  REQUIRE(chunks.size() == 3);
+  // 7 frames in 3 chunks: [0,2) [2,4) [4,7): the last is a:5 and b:2-3.
+  REQUIRE(chunks[2].parts.size() == 2);
+  auto s = run_chunk(job, chunks[2]);
+  CHECK(s.frames_done == 3);
+  CHECK(fs::exists(root / "out" / "a" / "Matte" / "f5.exr"));
+  CHECK(fs::exists(root / "out" / "b" / "Matte" / "f3.exr"));
+  CHECK_FALSE(fs::exists(root / "out" / "b" / "Matte" / "f1.exr"));
+  CHECK_FALSE(fs::exists(root / "out" / "a" / "Matte" / "f4.exr"));
+  s = run_chunk(job, chunks[2]);      // rerun: nothing to do
+  CHECK(s.frames_done == 0);
+  CHECK(s.frames_skipped == 3);
+  fs::remove(root / "out" / "a" / "Comp" / "f2.png");  // "interrupted" chunk 1
+  for (const auto& c : chunks) run_chunk(job, c);
+  CHECK(fs::exists(root / "out" / "a" / "Comp" / "f2.png"));
+  CHECK(fs::exists(root / "out" / "a" / "Matte" / "f5.exr"));
+  // Exports reference the job file and the chunk counts.
+  const auto ojd = export_openjd(job, jf, "/usr/bin/corridorkey-engine");
+  CHECK_THAT(ojd, Contains("jobtemplate-2023-09") && Contains("key-a") && Contains("1-2") &&
+                      Contains("{{Task.Param.Chunk}}/2"));
+  const auto sb = export_slurm(job, jf, "/usr/bin/corridorkey-engine", "/tmp/logs");
+  CHECK_THAT(sb, Contains("#SBATCH --array=1-3") && Contains("SLURM_ARRAY_TASK_ID}/3"));
+  CHECK_THAT(sb, !Contains("--gres=gpu"));
+  fs::remove_all(root);
+}

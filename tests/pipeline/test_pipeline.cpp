@@ -1,0 +1,358 @@
+// The clip pipeline end to end on small generated clips, with the bundled tiny checkpoint.
+#include <corridorkey/engine.h>
+#include <corridorkey/errors.h>
+#include <corridorkey/pipeline.h>
+#include <corridorkey/profile.h>
+
+#include <catch2/catch.hpp>
+
+#include "io/image_io.h"
+#include "support/support.h"
+
+#include <ImfChannelList.h>
+#include <ImfHeader.h>
+#include <ImfInputFile.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <opencv2/videoio.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+
+using namespace corridorkey;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+Image make_plate(int w, int h, int f) {
+  Image im;
+  im.width = w;
+  im.height = h;
+  im.channels = 3;
+  im.pixels.resize(static_cast<size_t>(w) * h * 3);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const bool fg = std::hypot(x - w * (0.45 + 0.03 * f), y - h * 0.5) < h * 0.3;
+      float* p = &im.pixels[(static_cast<size_t>(y) * w + x) * 3];
+      p[0] = fg ? 0.5f : 0.03f;
+      p[1] = fg ? 0.3f : 0.45f;
+      p[2] = fg ? 0.2f : 0.04f;
+    }
+  return im;
+}
+
+void write_hint_png16(const std::string& path, int w, int h, int f) {
+  cv::Mat m(h, w, CV_16U);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      m.at<uint16_t>(y, x) = std::hypot(x - w * (0.45 + 0.03 * f), y - h * 0.5) < h * 0.3 ? 65535 : 0;
+  REQUIRE(cv::imwrite(path, m));
+}
+
+/// clip/Input/plate_000N.exr (linear, half) + clip/AlphaHint/hint_000N.png (16-bit).
+fs::path make_clip(const fs::path& root, const std::string& name, int frames, int w = 320, int h = 180) {
+  const auto c = root / name;
+  fs::create_directories(c / "Input");
+  fs::create_directories(c / "AlphaHint");
+  for (int f = 0; f < frames; ++f) {
+    char n[32];
+    std::snprintf(n, sizeof n, "%04d", f + 1);
+    io::write_exr((c / "Input" / ("plate_" + std::string(n) + ".exr")).string(), make_plate(w, h, f),
+                  "RGB", io::ExrCompression::Zip);
+    write_hint_png16((c / "AlphaHint" / ("hint_" + std::string(n) + ".png")).string(), w, h, f);
+  }
+  return c;
+}
+
+EngineOptions engine_opts() {
+  auto o = load_profile("original");
+  o.device = "cpu";  // bundled tiny checkpoint
+  return o;
+}
+
+std::vector<std::string> channel_names(const std::string& exr) {
+  Imf::InputFile f(exr.c_str());
+  std::vector<std::string> n;
+  for (auto it = f.header().channels().begin(); it != f.header().channels().end(); ++it) {
+    n.emplace_back(it.name());
+    CHECK(it.channel().type == Imf::HALF);
+  }
+  return n;
+}
+
+size_t temp_files(const fs::path& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp") != std::string::npos) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("inference writes the four outputs, equal to the in-memory results", "[pipeline]") {
+  const auto root = ck_test::temp_dir("pipe_e2e");
+  const auto clip = make_clip(root, "shot010", 4);
+  InferenceOptions job;
+  job.paths = {clip.string()};
+  job.color = ColorSpace::Linear;  // the plates are written as scene-linear EXRs
+  std::vector<std::string> kinds;
+  const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) { kinds.push_back(to_string(e.kind)); });
+  CHECK(s.frames_done == 4);
+  CHECK(s.frames_failed == 0);
+  CHECK(kinds.front() == "job_started");
+  CHECK(kinds.back() == "job_done");
+  CHECK(std::count(kinds.begin(), kinds.end(), "frame_done") == 4);
+
+  const auto out = clip / "Output";
+  for (int f = 1; f <= 4; ++f) {
+    const std::string stem = "plate_000" + std::to_string(f);
+    CHECK(channel_names((out / "FG" / (stem + ".exr")).string()) == std::vector<std::string>{"B", "G", "R"});
+    CHECK(channel_names((out / "Matte" / (stem + ".exr")).string()) == std::vector<std::string>{"Y"});
+    CHECK(channel_names((out / "Processed" / (stem + ".exr")).string()) ==
+          std::vector<std::string>{"A", "B", "G", "R"});
+    const auto comp = cv::imread((out / "Comp" / (stem + ".png")).string(), cv::IMREAD_UNCHANGED);
+    CHECK((comp.cols == 320 && comp.rows == 180 && comp.channels() == 3 && comp.depth() == CV_8U));
+  }
+  CHECK(temp_files(clip) == 0);
+
+  // The same frame through the engine API, in memory.
+  auto eo = engine_opts();
+  eo.input_is_linear = true;  // as job.color above
+  OriginalEngine engine(eo);
+  const auto plate = io::read_image((clip / "Input" / "plate_0002.exr").string());
+  const auto hint = io::read_image((clip / "AlphaHint" / "hint_0002.png").string());
+  const auto r = engine.process_frame(plate.view(), hint.view());
+  const auto matte = io::read_image((out / "Matte" / "plate_0002.exr").string());
+  const auto fg = io::read_image((out / "FG" / "plate_0002.exr").string());
+  const auto proc = io::read_image((out / "Processed" / "plate_0002.exr").string());
+  REQUIRE(matte.pixels.size() == r.alpha.pixels.size());
+  double dm = 0, df = 0, dp = 0;
+  for (size_t i = 0; i < matte.pixels.size(); ++i) dm = std::max(dm, double(std::fabs(matte.pixels[i] - r.alpha.pixels[i])));
+  for (size_t i = 0; i < fg.pixels.size(); ++i) df = std::max(df, double(std::fabs(fg.pixels[i] - r.fg.pixels[i])));
+  for (size_t i = 0; i < proc.pixels.size(); ++i) dp = std::max(dp, double(std::fabs(proc.pixels[i] - r.processed.pixels[i])));
+  CHECK(dm <= 1e-3);  // half-float storage: 11-bit mantissa
+  CHECK(df <= 1e-3);
+  CHECK(dp <= 1e-3);
+  const auto comp = cv::imread((out / "Comp" / "plate_0002.png").string());
+  int worst = 0;
+  for (int y = 0; y < 180; ++y)
+    for (int x = 0; x < 320; ++x)
+      for (int c = 0; c < 3; ++c) {
+        // Truncated after clamping, as the reference's (comp * 255).astype(np.uint8).
+        const int want = static_cast<int>(std::clamp(r.comp.at(x, y, 2 - c), 0.f, 1.f) * 255.f);
+        worst = std::max(worst, std::abs(comp.at<cv::Vec3b>(y, x)[c] - want));
+      }
+  CHECK(worst == 0);
+
+  // Deterministic: a second run writes identical files.
+  const auto before = ck_test::read_file((out / "Processed" / "plate_0003.exr").string());
+  run_inference(engine_opts(), job);
+  CHECK(ck_test::read_file((out / "Processed" / "plate_0003.exr").string()) == before);
+  fs::remove_all(root);
+}
+
+TEST_CASE("--frames selects, --skip-existing resumes", "[pipeline]") {
+  const auto root = ck_test::temp_dir("pipe_resume");
+  const auto clip = make_clip(root, "a", 5);
+  InferenceOptions job;
+  job.paths = {root.string()};  // a clips root
+  job.frames = "2-3";
+  auto s = run_inference(engine_opts(), job);
+  CHECK(s.frames_done == 2);
+  CHECK(fs::exists(clip / "Output" / "Matte" / "plate_0002.exr"));
+  CHECK_FALSE(fs::exists(clip / "Output" / "Matte" / "plate_0001.exr"));
+  job.frames = "";
+  job.skip_existing = true;
+  s = run_inference(engine_opts(), job);
+  CHECK(s.frames_skipped == 2);
+  CHECK(s.frames_done == 3);
+  // A truncated output is not "existing": it is redone.
+  const auto matte5 = (clip / "Output" / "Matte" / "plate_0005.exr").string();
+  std::filesystem::resize_file(matte5, 100);
+  s = run_inference(engine_opts(), job);
+  CHECK(s.frames_done == 1);
+  CHECK(io::readable_output(matte5));
+  CHECK_THROWS_WITH(io::parse_exr_compression("lzma"), Contains("pxr24"));
+  job.frames = "3-1";
+  CHECK_THROWS_WITH(run_inference(engine_opts(), job), Contains("--frames '3-1'"));
+  fs::remove_all(root);
+}
+
+TEST_CASE("bad inputs: clear errors, nothing partial", "[pipeline]") {
+  const auto root = ck_test::temp_dir("pipe_errors");
+  InferenceOptions job;
+
+  SECTION("corrupt EXR stops the job after the good frames are written") {
+    const auto clip = make_clip(root, "c", 3);
+    std::ofstream(clip / "Input" / "plate_0002.exr", std::ios::trunc) << "not an exr";
+    job.paths = {clip.string()};
+    job.read_workers = 1;
+    std::vector<std::string> errors;
+    const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::FrameFailed) errors.push_back(e.message);
+    });
+    REQUIRE(errors.size() == 1);
+    CHECK_THAT(errors[0], Contains("plate_0002.exr") && Contains("cannot read EXR"));
+    CHECK(s.frames_failed == 1);
+    CHECK(fs::exists(clip / "Output" / "Matte" / "plate_0001.exr"));
+    CHECK(temp_files(clip) == 0);
+  }
+  SECTION("truncated PNG hint is skipped with --on-error skip") {
+    const auto clip = make_clip(root, "t", 3);
+    const auto hint = (clip / "AlphaHint" / "hint_0003.png").string();
+    std::filesystem::resize_file(hint, 60);
+    job.paths = {clip.string()};
+    job.on_error = OnError::Skip;
+    const auto s = run_inference(engine_opts(), job);
+    CHECK(s.frames_done == 2);
+    CHECK(s.frames_failed == 1);
+    REQUIRE(s.failures.size() == 1);
+    CHECK_THAT(s.failures[0], Contains("hint_0003.png") && Contains("cannot decode"));
+    CHECK_FALSE(fs::exists(clip / "Output" / "Matte" / "plate_0003.exr"));
+  }
+  SECTION("missing hint frame: counts named") {
+    const auto clip = make_clip(root, "m", 3);
+    fs::remove(clip / "AlphaHint" / "hint_0003.png");
+    job.paths = {clip.string()};
+    CHECK_THROWS_AS(run_inference(engine_opts(), job), IoError);
+    CHECK_THROWS_WITH(run_inference(engine_opts(), job), Contains("Input has 3 frames but AlphaHint has 2"));
+    job.allow_mismatch = true;
+    CHECK(run_inference(engine_opts(), job).frames_done == 2);
+  }
+  SECTION("unwritable output folder") {
+    const auto clip = make_clip(root, "u", 1);
+    std::ofstream(clip / "Output") << "a file where the Output folder should be";
+    job.paths = {clip.string()};
+    CHECK_THROWS_AS(run_inference(engine_opts(), job), IoError);
+    CHECK_THROWS_WITH(run_inference(engine_opts(), job), Contains("Output") && Contains("cannot be created"));
+  }
+  SECTION("NaN pixels are reported and zeroed") {
+    const auto clip = make_clip(root, "n", 1);
+    auto plate = make_plate(320, 180, 0);
+    plate.pixels[100] = std::nanf("");
+    plate.pixels[200] = INFINITY;
+    io::write_exr((clip / "Input" / "plate_0001.exr").string(), plate, "RGB", io::ExrCompression::Zip);
+    job.paths = {clip.string()};
+    job.color = ColorSpace::Linear;  // no "EXR keyed as sRGB" warning: only the NaN one
+    std::vector<std::string> warnings;
+    const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::Warning) warnings.push_back(e.message);
+    });
+    CHECK(s.frames_done == 1);
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Contains("2 NaN/Inf"));
+    for (float v : io::read_image((clip / "Output" / "Matte" / "plate_0001.exr").string()).pixels)
+      REQUIRE(std::isfinite(v));
+  }
+  SECTION("plate and hint of different aspect") {
+    const auto clip = make_clip(root, "a", 1);
+    write_hint_png16((clip / "AlphaHint" / "hint_0001.png").string(), 100, 100, 0);
+    job.paths = {clip.string()};
+    std::string err;
+    run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::FrameFailed) err = e.message;
+    });
+    CHECK_THAT(err, Contains("different aspect"));
+  }
+  SECTION("no clips") {
+    job.paths = {root.string()};
+    CHECK_THROWS_WITH(run_inference(engine_opts(), job), Contains("no clips found"));
+  }
+  fs::remove_all(root);
+}
+
+TEST_CASE("video clips and half-size hints", "[pipeline]") {
+  const auto root = ck_test::temp_dir("pipe_video");
+  const auto clip = root / "v";
+  fs::create_directories(clip);
+  cv::VideoWriter plate((clip / "Input.avi").string(), cv::CAP_FFMPEG,
+                        cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 24, cv::Size(256, 144));
+  cv::VideoWriter hint((clip / "AlphaHint.avi").string(), cv::CAP_FFMPEG,
+                       cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 24, cv::Size(128, 72));
+  REQUIRE(plate.isOpened());
+  REQUIRE(hint.isOpened());
+  for (int f = 0; f < 3; ++f) {
+    cv::Mat p(144, 256, CV_8UC3, cv::Scalar(20, 200, 30)), h(72, 128, CV_8UC3, cv::Scalar(0, 0, 0));
+    cv::circle(p, {100 + 5 * f, 72}, 40, cv::Scalar(60, 90, 180), -1);
+    cv::circle(h, {50 + 2 * f, 36}, 20, cv::Scalar(255, 255, 255), -1);
+    plate.write(p);
+    hint.write(h);
+  }
+  plate.release();
+  hint.release();
+  InferenceOptions job;
+  job.paths = {clip.string()};
+  job.frames = "1,3";
+  const auto s = run_inference(engine_opts(), job);
+  CHECK(s.frames_done == 2);
+  CHECK(fs::exists(clip / "Output" / "Comp" / "00000.png"));
+  CHECK(fs::exists(clip / "Output" / "Processed" / "00002.exr"));
+  CHECK_FALSE(fs::exists(clip / "Output" / "Matte" / "00001.exr"));
+  const auto m = io::read_image((clip / "Output" / "Matte" / "00002.exr").string());
+  CHECK((m.width == 256 && m.height == 144 && m.channels == 1));
+  fs::remove_all(root);
+}
+
+TEST_CASE("cancel (SIGINT / SIGTERM) finishes frames in flight and leaves nothing partial",
+          "[pipeline]") {
+  const auto root = ck_test::temp_dir("pipe_cancel");
+  const auto clip = make_clip(root, "x", 8);
+  std::atomic<bool> cancel{false};
+  InferenceOptions job;
+  job.paths = {clip.string()};
+  job.cancel = &cancel;
+  std::vector<std::string> kinds;
+  const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+    kinds.push_back(to_string(e.kind));
+    if (e.kind == PipelineEvent::Kind::FrameDone) cancel = true;  // as the signal handler does
+  });
+  CHECK(s.interrupted);
+  CHECK(s.frames_done >= 1);
+  CHECK(s.frames_done < 8);
+  CHECK(s.frames_failed == 0);
+  CHECK(kinds.back() == "job_done");
+  CHECK(temp_files(clip) == 0);
+  // Every frame reported done has all four outputs, complete.
+  size_t complete = 0;
+  for (const auto& e : fs::directory_iterator(clip / "Output" / "Matte")) {
+    const auto stem = e.path().stem().string();
+    CHECK(io::readable_output(e.path().string()));
+    CHECK(io::readable_output((clip / "Output" / "Processed" / (stem + ".exr")).string()));
+    CHECK(io::readable_output((clip / "Output" / "Comp" / (stem + ".png")).string()));
+    ++complete;
+  }
+  CHECK(complete == static_cast<size_t>(s.frames_done));
+  // A rerun with --skip-existing finishes the job.
+  job.cancel = nullptr;
+  job.skip_existing = true;
+  const auto r = run_inference(engine_opts(), job);
+  CHECK(r.frames_done + r.frames_skipped == 8);
+  fs::remove_all(root);
+}
+
+TEST_CASE("EXR plates are keyed as sRGB by default, with a warning; --color auto is linear",
+          "[pipeline]") {
+  const auto root = ck_test::temp_dir("pipe_color");
+  const auto clip = make_clip(root, "c", 1);
+  InferenceOptions job;
+  job.paths = {clip.string()};
+  std::vector<std::string> warnings, started;
+  auto on = [&](const PipelineEvent& e) {
+    if (e.kind == PipelineEvent::Kind::Warning) warnings.push_back(e.message);
+    if (e.kind == PipelineEvent::Kind::ClipStarted) started.push_back(e.message);
+  };
+  run_inference(engine_opts(), job, on);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains("keyed as sRGB") && Contains("--linear"));
+  const auto srgb = io::read_image((clip / "Output" / "Matte" / "plate_0001.exr").string());
+  job.color = ColorSpace::Auto;
+  warnings.clear();
+  run_inference(engine_opts(), job, on);
+  CHECK(warnings.empty());
+  CHECK_THAT(started.back(), Contains("linear input"));
+  const auto lin = io::read_image((clip / "Output" / "Matte" / "plate_0001.exr").string());
+  CHECK(lin.pixels != srgb.pixels);  // the colour space reached the model
+  fs::remove_all(root);
+}

@@ -1,0 +1,58 @@
+#include "model/functional.h"
+#include "support/support.h"
+
+#include <catch2/catch.hpp>
+
+namespace F = corridorkey::model::functional;
+
+TEST_CASE("unroll puts tokens in Hiera's order (model.md formula)", "[unit]") {
+  const int64_t G = 32, M = G / 8;
+  const auto pos = F::unrolled_positions(G, G, 3, 2, 2);
+  const auto p = pos.accessor<int64_t, 1>();
+  for (int64_t y = 0; y < G; ++y)
+    for (int64_t x = 0; x < G; ++x) {
+      const int64_t s = (((((y & 1) * 2 + (x & 1)) * 2 + ((y >> 1) & 1)) * 2 + ((x >> 1) & 1)) * 2 +
+                         ((y >> 2) & 1)) * 2 + ((x >> 2) & 1);
+      const int64_t n = s * M * M + (y >> 3) * M + (x >> 3);
+      REQUIRE(p[n] == y * G + x);
+    }
+}
+
+TEST_CASE("reroll inverts unroll at every feature tap", "[unit]") {
+  const int64_t G = 32, C = 5;
+  auto spatial = torch::randn({2, G, G, C});
+  auto tokens = F::unroll(spatial.view({2, G * G, C}), G, G, 3, 2, 2);
+  CHECK(torch::equal(F::reroll(tokens, G, G, 3, 2, 2), spatial));
+  // After one q-pool the grid halves and one unroll level is consumed: max-pooling the
+  // outermost 2x2 sub-grid of the unrolled tokens is a spatial 2x2 max-pool.
+  auto pooled = tokens.view({2, 4, -1, C}).amax(1);
+  auto expect = std::get<0>(spatial.view({2, G / 2, 2, G / 2, 2, C}).max(4)).amax(2);
+  CHECK(torch::equal(F::reroll(pooled, G / 2, G / 2, 2, 2, 2), expect));
+}
+
+TEST_CASE("4-D SDPA layout matches the 5-D layout for global attention", "[unit]") {
+  for (int64_t q_stride : {1, 4}) {
+    auto qkv = torch::randn({2, 256, 3 * 4 * 8});
+    auto a = F::mask_unit_attention(qkv, 4, 1, q_stride, false);
+    auto b = F::mask_unit_attention(qkv, 4, 1, q_stride, true);
+    REQUIRE(a.sizes() == b.sizes());
+    CHECK(a.size(1) == 256 / q_stride);
+    CHECK(ck_test::max_abs_diff(a, b) < 1e-5);
+  }
+}
+
+TEST_CASE("windowed attention only mixes tokens of the same mask unit", "[unit]") {
+  // 4 windows of 16 tokens, window index fastest: changing window 1's tokens must leave the
+  // outputs of windows 0, 2, 3 untouched.
+  const int64_t nw = 4, T = 16, H = 2, d = 8;
+  auto qkv = torch::randn({1, nw * T, 3 * H * d});
+  auto base = F::mask_unit_attention(qkv, H, nw, 1, false);
+  auto qkv2 = qkv.clone();
+  for (int64_t t = 0; t < T; ++t) qkv2[0][t * nw + 1] += 1.0;
+  auto out = F::mask_unit_attention(qkv2, H, nw, 1, false);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t w = 0; w < nw; ++w) {
+      const bool same = torch::equal(out[0][t * nw + w], base[0][t * nw + w]);
+      REQUIRE(same == (w != 1));
+    }
+}

@@ -1,0 +1,166 @@
+#include <corridorkey/errors.h>
+#include <corridorkey/profile.h>
+
+#include <catch2/catch.hpp>
+
+#include <corridorkey/option_fields.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "support/support.h"
+
+using namespace corridorkey;
+using Catch::Matchers::Contains;
+
+TEST_CASE("bundled profiles load with the seed's table", "[unit]") {
+  const auto o = load_profile("original");
+  CHECK_FALSE(o.flash_attention);
+  CHECK_FALSE(o.tiled_refiner);
+  CHECK(o.model_precision == Precision::Float32);
+  const auto opt = load_profile("optimized");
+  CHECK(opt.flash_attention);
+  CHECK(opt.tiled_refiner);
+  CHECK(opt.disable_cudnn_benchmark);
+  CHECK(opt.cache_clearing);
+  CHECK(opt.model_precision == Precision::Float16);
+  CHECK(opt.tile_size == 256);
+  CHECK(o.engine == EngineKind::Original);
+  CHECK(opt.engine == EngineKind::Optimized);
+  const auto perf = load_profile("performance");
+  CHECK(perf.compile_mode == CompileMode::MaxAutotune);
+  CHECK_FALSE(perf.tiled_refiner);
+  CHECK(perf.dma_buffers == 6);
+  const auto exp = load_profile("experimental");
+  CHECK(exp.token_routing);
+  CHECK(exp.compile_mode == CompileMode::Default);
+  CHECK(exp.profile == "experimental");
+}
+
+TEST_CASE("profile errors name the file, key, value and what is allowed", "[unit]") {
+  EngineOptions o;
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "flash_attention: true\nflash_atention: true\n", "p.yaml"),
+                    Contains("p.yaml:2") && Contains("unknown key 'flash_atention'") &&
+                        Contains("flash_attention"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "tile_size: big\n", "p.yaml"),
+                    Contains("key 'tile_size'") && Contains("'big'") && Contains("multiple of 8"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "tile_size: 100\n", "p.yaml"), Contains("'100'"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "tile_size: 256\ntile_size: 512\n", "p.yaml"),
+                    Contains("p.yaml:2") && Contains("'tile_size' appears twice") &&
+                        Contains("line 1"));
+  for (const char* bad : {"nan", ".nan", "inf", "-.inf", "NaN"})
+    CHECK_THROWS_WITH(apply_profile_yaml(o, std::string("edge_threshold_low: ") + bad + "\n", "p.yaml"),
+                      Contains("key 'edge_threshold_low'") && Contains(bad));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "engine: original\ntoken_routing: true\n", "p.yaml"),
+                    Contains("token_routing") && Contains("engine: optimized"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "engine: fast\n", "p.yaml"),
+                    Contains("original, optimized"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "device: cuda\n", "p.yaml"),
+                    Contains("unknown key 'device'"));  // a run field, not a profile field
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "dma_buffers: 9\n", "p.yaml"), Contains("2..8"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "flash_attention: maybe\n", "p.yaml"),
+                    Contains("true or false"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "compile_mode: turbo\n", "p.yaml"),
+                    Contains("none, default, reduce-overhead, max-autotune"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "model_precision: fp8\n", "p.yaml"),
+                    Contains("float32, float16, bfloat16"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "edge_threshold_low: 0.9\nedge_threshold_high: 0.5\n", "p.yaml"),
+                    Contains("edge_threshold_low"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "tile_size: [1, 2]\n", "p.yaml"),
+                    Contains("expected a single value"));
+  CHECK_THROWS_WITH(apply_profile_yaml(o, "a: [unclosed\n", "p.yaml"), Contains("not valid YAML"));
+  CHECK_THROWS_AS(apply_profile_yaml(o, "tile_size: 100\n", "p.yaml"), ConfigError);
+  CHECK_THROWS_WITH(load_profile("fastest"), Contains("unknown profile 'fastest'"));
+  CHECK_THROWS_WITH(load_profile("/nonexistent/p.yaml"), Contains("/nonexistent/p.yaml"));
+}
+
+TEST_CASE("overrides win over the profile; profile files by path", "[unit]") {
+  auto o = load_profile("optimized");
+  set_profile_field(o, "tile-size", "256");
+  set_profile_field(o, "flash_attention", "false");
+  set_profile_field(o, "model_precision", "bf16");
+  CHECK(o.tile_size == 256);
+  CHECK_FALSE(o.flash_attention);
+  CHECK(o.model_precision == Precision::BFloat16);
+  CHECK(o.tiled_refiner);  // untouched fields keep the profile's value
+  CHECK_THROWS_WITH(set_profile_field(o, "warp_speed", "9", "--warp-speed"),
+                    Contains("--warp-speed") && Contains("unknown key"));
+
+  const auto dir = ck_test::temp_dir("profiles");
+  const auto path = (dir / "mine.yaml").string();
+  std::ofstream(path) << "# a user profile\ntiled_refiner: true\ntile_size: 384\n";
+  const auto m = load_profile(path);
+  CHECK(m.tiled_refiner);
+  CHECK(m.tile_size == 384);
+  CHECK_FALSE(m.flash_attention);  // defaults for what the file does not set
+  CHECK(m.profile == "mine");
+  // Round trip: the printed profile fields parse back to the same options.
+  EngineOptions back;
+  std::string yaml;
+  for (const auto& [k, v] : profile_fields(m)) yaml += k + ": " + v + "\n";
+  apply_profile_yaml(back, yaml, "roundtrip");
+  CHECK(profile_fields(back) == profile_fields(m));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("tile_overlap from old profile files is accepted, ignored and warned about", "[unit]") {
+  EngineOptions o;
+  std::ostringstream err;
+  auto* old = std::cerr.rdbuf(err.rdbuf());
+  apply_profile_yaml(o, "tiled_refiner: true\ntile_overlap: 128\n", "fork.yaml");
+  std::cerr.rdbuf(old);
+  CHECK(o.tiled_refiner);
+  CHECK_THAT(err.str(), Contains("fork.yaml:2") && Contains("tile_overlap") &&
+                            Contains("deprecated"));
+  for (const auto& [k, v] : profile_fields(o)) CHECK(k != "tile_overlap");
+}
+
+TEST_CASE("to_yaml prints every table field and reads back to the same options", "[unit]") {
+  auto o = load_profile("experimental");
+  set_engine_option(o, "despill", "7.5");
+  set_engine_option(o, "device", "cuda:1");
+  set_engine_option(o, "img_size", "512");
+  const auto yaml = to_yaml(o);
+  for (const auto& f : engine_option_fields())
+    CHECK_THAT(yaml, Contains("\n" + f.key + ": "));
+  CHECK_THAT(yaml, Contains("despill: 7.5"));
+  CHECK(o.despill_strength == Approx(0.75));
+  // Every printed field parses back through the same table.
+  EngineOptions back;
+  std::istringstream in(yaml);
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(": ");
+    if (colon == std::string::npos || line.rfind("profile", 0) == 0) continue;
+    auto v = line.substr(colon + 2);
+    if (v == "\"\"" || v == "''") v.clear();
+    set_engine_option(back, line.substr(0, colon), v, "roundtrip");
+  }
+  CHECK(to_yaml(back).substr(to_yaml(back).find('\n')) == yaml.substr(yaml.find('\n')));
+}
+
+TEST_CASE("option tables: defaults come from the structs, errors name key and value", "[unit]") {
+  const EngineOptions e;
+  for (const auto& f : engine_option_fields()) CHECK(f.default_value == engine_option_value(e, f.key));
+  const InferenceOptions i;
+  for (const auto& f : inference_option_fields())
+    CHECK(f.default_value == inference_option_value(i, f.key));
+  InferenceOptions in;
+  set_inference_option(in, "outputs", "matte,comp");
+  CHECK((!in.fg && in.matte && in.comp && !in.processed));
+  CHECK_THROWS_WITH(set_inference_option(in, "outputs", "fg,alpha", "--outputs"),
+                    Contains("--outputs") && Contains("'fg,alpha'") && Contains("fg, matte"));
+  CHECK_THROWS_WITH(set_inference_option(in, "read_workers", "0"), Contains("1..64"));
+  CHECK_THROWS_WITH(set_inference_option(in, "frames", "3-x"), Contains("frame ranges"));
+  EngineOptions o;
+  CHECK_THROWS_WITH(set_engine_option(o, "refiner_scale", "nan", "--refiner-scale"),
+                    Contains("--refiner-scale") && Contains("'nan'"));
+  CHECK_THROWS_WITH(set_engine_option(o, "despill", "inf"), Contains("0..10"));
+  CHECK_THROWS_WITH(set_engine_option(o, "img_size", "-32"), Contains("multiple of 32"));
+  CHECK_THROWS_WITH(set_engine_option(o, "device", "foo"), Contains("cuda:N"));
+  CHECK_THROWS_WITH(set_engine_option(o, "despeckle_size", "0"), Contains("1..1073741824"));
+  CHECK_THROWS_WITH(set_engine_option(o, "tile_size", "99999999999999999999"),
+                    Contains("multiple of 8"));
+  set_engine_option(o, "device", "cuda:12");
+  CHECK(o.device == "cuda:12");
+}
