@@ -2,20 +2,16 @@
 
 #include <corridorkey/errors.h>
 
-#include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/jit/serialization/import.h>
+#include "torch_archive.h"
+
 #include <torch/nn/functional/upsampling.h>
-#include <torch/serialize.h>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
 
 namespace corridorkey::model {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -33,62 +29,56 @@ std::string strip_prefix(std::string key) {
   return key;
 }
 
-void add_tensor(Checkpoint& ck, const std::string& raw_key, const torch::Tensor& t) {
-  const auto key = strip_prefix(raw_key);
-  if (ends_with(key, "num_batches_tracked")) return;  // training counter, unused at inference
-  ck.tensors.emplace_back(key, t);
+std::string describe_key(const pickle::Value& k) {
+  if (k.kind == pickle::Kind::Str) return k.s;
+  if (k.kind == pickle::Kind::Int) return std::to_string(k.i);
+  return "<" + k.type_name() + " key>";
 }
 
-std::string first_bytes(const std::string& path, size_t n) {
-  std::ifstream f(path, std::ios::binary);
-  std::string b(n, '\0');
-  f.read(b.data(), static_cast<std::streamsize>(n));
-  b.resize(static_cast<size_t>(f.gcount()));
-  return b;
-}
-
-void read_torchscript(Checkpoint& ck) {
-  torch::jit::ExtraFilesMap extra{{"config.json", ""}};
-  torch::jit::Module m;
-  try {
-    m = torch::jit::load(ck.path, torch::kCPU, extra);
-  } catch (const c10::Error& e) {
-    throw ModelError(ck.path + ": TorchScript archive cannot be loaded: " + e.what_without_backtrace());
-  }
-  for (const auto& p : m.named_parameters(/*recurse=*/true)) add_tensor(ck, p.name, p.value);
-  for (const auto& b : m.named_buffers(/*recurse=*/true)) add_tensor(ck, b.name, b.value);
-  if (!extra["config.json"].empty()) {
-    ck.config = GreenFormerConfig::from_json(extra["config.json"], ck.path);
+void read_torchscript(Checkpoint& ck, const TorchArchive& ar) {
+  for (const auto& [name, t] : module_tensors(ar.data.root(), ck.path)) ck.add(name, t);
+  if (!ar.config_json.empty()) {
+    ck.config = GreenFormerConfig::from_json(ar.config_json, ck.path);
     ck.config_from_file = true;
   }
 }
 
-void read_torch_save(Checkpoint& ck) {
-  std::ifstream f(ck.path, std::ios::binary);
-  std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  torch::IValue root;
-  try {
-    root = torch::pickle_load(data);
-  } catch (const c10::Error& e) {
-    throw ModelError(ck.path + ": torch.save archive cannot be unpickled (only dicts of tensors "
-                     "are supported): " + e.what_without_backtrace());
-  }
-  CK_CHECK(root.isGenericDict(), ModelError, ck.path, ": expected a dict of tensors, found ",
-           root.tagKind());
-  auto dict = root.toGenericDict();
-  for (const char* nested : {"state_dict", "model", "model_state_dict"}) {
-    auto it = dict.find(torch::IValue(std::string(nested)));
-    if (it != dict.end() && it->value().isGenericDict()) {
-      dict = it->value().toGenericDict();
+void read_torch_save(Checkpoint& ck, const TorchArchive& ar) {
+  const auto& root = ar.data.root();
+  CK_CHECK(root.kind == pickle::Kind::Dict, ModelError, ck.path,
+           ": expected a dict of tensors (a state_dict or a checkpoint dict), found ",
+           root.type_name());
+  const pickle::Value* weights = nullptr;
+  for (const auto& name : kWeightContainers) {
+    const auto* v = root.get(name);
+    if (v && v->kind == pickle::Kind::Dict) {
+      weights = v;
+      ck.weights_entry = name;
       break;
     }
   }
-  for (const auto& kv : dict) {
-    CK_CHECK(kv.key().isString(), ModelError, ck.path, ": weights dict has a non-string key");
-    const auto key = kv.key().toStringRef();
-    CK_CHECK(kv.value().isTensor(), ModelError, ck.path, ": entry '", key,
-             "' is not a tensor (", kv.value().tagKind(), ")");
-    add_tensor(ck, key, kv.value().toTensor());
+  if (weights) {
+    // A training checkpoint: the container must be weights only; the rest is reported.
+    for (const auto& [name, t] : tensor_entries(*weights, ck.path + ": '" + ck.weights_entry + "'"))
+      ck.add(name, t);
+    for (const auto& [k, v] : root.entries)
+      if (!(k->kind == pickle::Kind::Str && k->s == ck.weights_entry))
+        ck.ignored_entries.push_back(describe_key(*k));
+    return;
+  }
+  // The top level is the state_dict; non-tensor entries (a stray epoch) are reported.
+  for (const auto& [k, v] : root.entries) {
+    if (k->kind == pickle::Kind::Str && v->kind == pickle::Kind::Tensor) ck.add(k->s, v->tensor);
+    else ck.ignored_entries.push_back(describe_key(*k));
+  }
+  if (ck.tensors.empty()) {
+    std::string keys;
+    for (const auto& e : ck.ignored_entries) keys += (keys.empty() ? "" : ", ") + e;
+    std::string containers;
+    for (const auto& c : kWeightContainers) containers += (containers.empty() ? "" : ", ") + c;
+    throw ModelError(ck.path + ": no weights found: expected a dict of tensors at the top level "
+                     "or under one of " + containers + " (top-level entries: " +
+                     (keys.empty() ? "none" : keys) + ")");
   }
 }
 
@@ -110,51 +100,36 @@ const torch::Tensor& need(const Checkpoint& ck, const std::string& key) {
 }  // namespace
 
 const torch::Tensor* Checkpoint::find(const std::string& key) const {
-  for (const auto& [k, t] : tensors)
-    if (k == key) return &t;
-  return nullptr;
+  auto it = index.find(key);
+  return it == index.end() ? nullptr : &tensors[it->second].second;
+}
+
+void Checkpoint::add(const std::string& raw_key, const torch::Tensor& t) {
+  const auto key = strip_prefix(raw_key);
+  if (ends_with(key, "num_batches_tracked")) return;  // training counter, unused at inference
+  const bool added = index.emplace(key, tensors.size()).second;
+  CK_CHECK(added, ModelError, path, ": key '", key, "' appears twice",
+           key == raw_key ? "" : " (after removing the _orig_mod. prefix)");
+  tensors.emplace_back(key, t);
+}
+
+std::string Checkpoint::ignored_summary() const {
+  std::string s;
+  for (const auto& e : ignored_entries) s += (s.empty() ? "ignored: " : ", ") + e;
+  return s;
 }
 
 Checkpoint read_checkpoint(const std::string& path) {
-  std::error_code ec;
-  CK_CHECK(fs::exists(path, ec), IoError, path, ": checkpoint file does not exist");
-  CK_CHECK(fs::is_regular_file(path, ec), IoError, path, ": checkpoint is not a regular file");
-  std::ifstream probe(path, std::ios::binary);
-  CK_CHECK(probe.good(), IoError, path, ": checkpoint cannot be opened for reading");
-  const auto size = fs::file_size(path, ec);
-  CK_CHECK(size > 0, ModelError, path, ": checkpoint file is empty");
-
-  const auto magic = first_bytes(path, 4);
-  if (magic.rfind("PK", 0) != 0) {
-    // Pre-1.6 torch.save files start with a pickle protocol opcode (0x80).
-    CK_CHECK(!(magic.size() > 0 && static_cast<unsigned char>(magic[0]) == 0x80), ModelError,
-             path, ": legacy (pre-1.6) torch.save format; re-save it with a current torch.save");
-    throw ModelError(path + ": not a checkpoint (expected a TorchScript or torch.save zip archive)");
-  }
-
+  const auto ar = read_torch_archive(path);  // IoError / ModelError naming the file
   Checkpoint ck;
   ck.path = path;
-  std::vector<std::string> records;
   try {
-    caffe2::serialize::PyTorchStreamReader reader(path);
-    records = reader.getAllRecords();
-  } catch (const c10::Error& e) {
-    throw ModelError(path + ": truncated or corrupt checkpoint archive (" +
-                     e.what_without_backtrace() + ")");
-  }
-  bool has_code = false, has_data = false;
-  for (const auto& r : records) {
-    has_code |= r.rfind("code/", 0) == 0 || r == "constants.pkl";
-    has_data |= r == "data.pkl";
-  }
-  CK_CHECK(has_data, ModelError, path, ": zip archive without data.pkl: not a PyTorch checkpoint");
-  try {
-    if (has_code) {
+    if (ar.format == ArchiveFormat::TorchScript) {
       ck.format = CheckpointFormat::TorchScript;
-      read_torchscript(ck);
+      read_torchscript(ck, ar);
     } else {
       ck.format = CheckpointFormat::TorchSave;
-      read_torch_save(ck);
+      read_torch_save(ck, ar);
     }
   } catch (const c10::Error& e) {
     throw ModelError(path + ": cannot read checkpoint: " + e.what_without_backtrace());

@@ -5,13 +5,25 @@ Everything is seeded (tools/export_torchscript.py), so the files are identical o
 a stamp with the command list skips regeneration when nothing changed. The full
 hiera_base_plus archive at 256 is ~285 MB, which is why fixtures are generated, not committed.
 
+Checkpoints are written the way users' tools write them (torch.save of a state_dict, a
+training checkpoint with optimizer state, torch.compile's state_dict, bf16, the legacy
+format, pickle protocols 4 and 5, EMA-only), all from seed 0 so every one must load to the
+parameters of tiny128.ts. The hostile files (a pickle that calls os.system, a TorchScript
+module whose __setstate__ writes a file) are made here too, and proven to be real: Python's
+own loader runs their payload where the engine must not.
+
   python tests/make_fixtures.py --out build/tests/fixtures [--no-full]
 """
 import argparse
+import collections
 import hashlib
 import os
 import sys
 import time
+import warnings
+from typing import Tuple
+
+import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
@@ -20,12 +32,25 @@ import export_torchscript as ex  # noqa: E402
 
 def jobs(out, full):
     j = lambda *a: [str(x) for x in a]  # noqa: E731
-    yield j("--arch", "tiny", "--img-size", 128, "--seed", 0,
-            "--output", f"{out}/tiny128.ts", "--fixture", f"{out}/tiny128_fixture.pt",
-            "--write-pth", f"{out}/tiny128.pth", "--pth-prefix", "_orig_mod.")
-    # Same weights, "top" layout without prefix: both layouts must load identically.
-    yield j("--arch", "tiny", "--img-size", 128, "--seed", 0,
-            "--write-pth", f"{out}/tiny128_top.pth", "--pth-layout", "top")
+    tiny0 = ("--arch", "tiny", "--img-size", 128, "--seed", 0)
+    # tiny128.pth is a training checkpoint: {"state_dict", "optimizer" (AdamW after a step),
+    # "epoch", "config"}, like CorridorKey.pth and most training scripts write.
+    yield j(*tiny0, "--output", f"{out}/tiny128.ts", "--fixture", f"{out}/tiny128_fixture.pt",
+            "--write-pth", f"{out}/tiny128.pth", "--pth-layout", "training")
+    # The same weights in every other shape a user may hand us.
+    yield j(*tiny0, "--write-pth", f"{out}/tiny128_top.pth", "--pth-layout", "top")
+    yield j(*tiny0, "--write-pth", f"{out}/tiny128_compiled.pth", "--pth-layout", "compiled")
+    yield j(*tiny0, "--write-pth", f"{out}/tiny128_bf16.pth", "--pth-layout", "top",
+            "--pth-dtype", "bfloat16")
+    yield j(*tiny0, "--write-pth", f"{out}/tiny128_legacy.pth", "--pth-layout", "training",
+            "--pth-legacy")
+    yield j(*tiny0, "--write-pth", f"{out}/tiny128_ema.pth", "--pth-layout", "ema")
+    yield j(*tiny0, "--write-pth", f"{out}/tiny128_p4.pth", "--pth-layout", "training",
+            "--pth-protocol", 4)
+    yield j(*tiny0, "--write-pth", f"{out}/tiny128_p5.pth", "--pth-layout", "compiled",
+            "--pth-protocol", 5)
+    # The reference's own output convention, {"alpha", "fg"}: verify must accept it.
+    yield j(*tiny0, "--output", f"{out}/tiny128_dict.ts", "--ts-outputs", "dict")
     # Trained at 256, used at 128: pos_embed must be resized like the reference does.
     yield j("--arch", "tiny", "--img-size", 256, "--seed", 3,
             "--write-pth", f"{out}/tiny256.pth", "--output", f"{out}/tiny256.ts")
@@ -39,6 +64,151 @@ def jobs(out, full):
                 "--output", f"{out}/base_plus256.ts", "--fixture", f"{out}/base_plus256_fixture.pt")
 
 
+def tiny_model():
+    model = ex.gr.build_greenformer("tiny", 128)
+    ex.gr.randomize_(model, 0)
+    return model.float().eval()
+
+
+def flat_state_dict(sd):
+    """Every float tensor a view into ONE storage at its own offset (what flat-parameter
+    training wrappers save); 2-D weights are stored transposed, so their views are not
+    contiguous."""
+    floats = [v for v in sd.values() if v.dtype == torch.float32]
+    flat = torch.zeros(sum(v.numel() for v in floats) + 7)
+    out, off = collections.OrderedDict(), 3
+    for k, v in sd.items():
+        if v.dtype != torch.float32:
+            out[k] = v
+            continue
+        n = v.numel()
+        chunk = flat[off:off + n]
+        if v.dim() == 2:
+            chunk.view(v.shape[1], v.shape[0]).copy_(v.t())
+            out[k] = chunk.view(v.shape[1], v.shape[0]).t()
+        else:
+            chunk.view(v.shape).copy_(v)
+            out[k] = chunk.view(v.shape)
+        off += n
+    return out
+
+
+DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32",
+          "int64", "bool", "complex64", "complex128")
+NEW_DTYPES = ("uint16", "uint32", "uint64", "float8_e4m3fn")  # _rebuild_tensor_v3
+
+
+def dtype_dict(new_dtypes):
+    """For each dtype: t = the 4x6 pattern (arange; bool: odd; complex: a - ai), its
+    transpose and a slice at an offset, both views of t's storage; plus tied entries (one
+    tensor under two keys), a Parameter, an empty tensor and a 0-d tensor."""
+    base = torch.arange(24, dtype=torch.float64).reshape(4, 6)
+    d = collections.OrderedDict()
+    for name in DTYPES + (NEW_DTYPES if new_dtypes else ()):
+        dt = getattr(torch, name)
+        if dt == torch.bool:
+            t = (base % 2) == 1
+        elif dt.is_complex:
+            t = torch.complex(base, -base).to(dt)
+        else:
+            t = base.to(dt)
+        d[name], d[name + "_t"], d[name + "_slice"] = t, t.t(), t[1:3, 2:5]
+    w = torch.linspace(-1.0, 1.0, 5)
+    d["tied_a"], d["tied_b"] = w, w
+    d["param"] = torch.nn.Parameter(torch.full((2, 2), 0.5))
+    d["empty"] = torch.empty(0, 5)
+    d["scalar"] = torch.tensor(3.5)
+    return d
+
+
+class SystemCall:
+    """Unpickling this runs `touch marker` in any loader that calls what the pickle names."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+class EvalCall(SystemCall):
+    def __reduce__(self):
+        import builtins
+        return (builtins.eval, (f"open({self.marker!r}, 'w').close()",))
+
+
+class ArmedSetstate(torch.nn.Module):
+    """A scripted submodule whose __setstate__ (run by torch.jit.load) writes a file."""
+
+    def __init__(self, marker: str):
+        super().__init__()
+        self.marker = marker
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    @torch.jit.export
+    def __getstate__(self) -> Tuple[str, bool]:
+        return (self.marker, self.training)
+
+    @torch.jit.export
+    def __setstate__(self, state: Tuple[str, bool]) -> None:
+        self.training = state[1]
+        # The result is used, so TorchScript keeps the call: from_file(shared=True)
+        # creates the file.
+        self.marker = state[0] + str(torch.from_file(state[0], True, 1).numel())
+
+
+def require(cond, msg):
+    if not cond:
+        raise RuntimeError(f"fixture is not what the test needs: {msg}")
+
+
+def write_special(out):
+    """Fixtures that are not a model export: flat / view / dtype files, hostile files."""
+    warnings.filterwarnings("ignore", category=FutureWarning, message=r".*torch\.jit\.")
+    torch.set_grad_enabled(False)
+    model = tiny_model()
+    torch.save(flat_state_dict(model.state_dict()), f"{out}/tiny128_flat.pth")
+    torch.save(dtype_dict(True), f"{out}/dtypes.pth")
+    torch.save(dtype_dict(True), f"{out}/dtypes_p5.pth", pickle_protocol=5)
+    # torch cannot read its own legacy files with the v3 dtypes back, so neither do we.
+    torch.save(dtype_dict(False), f"{out}/dtypes_legacy.pth", _use_new_zipfile_serialization=False)
+
+    # Every protocol-2 checkpoint fixture is within what torch.load(weights_only=True)
+    # accepts (its unpickler has no FRAME opcode, so protocols 4/5 need the full one).
+    for name in sorted(os.listdir(out)):
+        if name.endswith((".pth", ".pt")) and not name.startswith("evil"):
+            high = "_p4" in name or "_p5" in name
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.load(f"{out}/{name}", weights_only=not high)
+
+    # Hostile pickles: the markers must never exist; Python's full unpickler would make them.
+    for name, cls, proto in (("evil_system.pth", SystemCall, 2), ("evil_eval.pth", EvalCall, 4)):
+        marker = f"{out}/{name}.marker"
+        if os.path.exists(marker):
+            os.remove(marker)
+        torch.save({"state_dict": model.state_dict(), "payload": cls(marker)}, f"{out}/{name}",
+                   pickle_protocol=proto)
+        require(not os.path.exists(marker), f"saving {name} ran its payload")
+
+    # A TorchScript GreenFormer with an armed submodule: torch.jit.load writes the marker.
+    marker = f"{out}/tiny128_armed.marker"
+    model.armed = torch.jit.script(ArmedSetstate(marker))
+    x = ex.make_input(128, ex.INPUT_SEED_OFFSET)
+    traced = torch.jit.trace(model, (x,), strict=False, check_trace=False)
+    armed = f"{out}/tiny128_armed.ts"
+    torch.jit.save(traced, armed, _extra_files={"config.json": ex.config_json("tiny", 128)})
+    if os.path.exists(marker):
+        os.remove(marker)
+    torch.jit.load(armed)
+    require(os.path.exists(marker), "torch.jit.load of tiny128_armed.ts did not run __setstate__")
+    os.remove(marker)
+    print(f"wrote flat/dtype/hostile fixtures to {out} (torch.jit.load of the armed archive "
+          f"did write its marker; removed)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -46,8 +216,9 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     todo = list(jobs(a.out, not a.no_full))
-    sources = b"".join(open(os.path.join(HERE, "..", "tools", f), "rb").read()
-                       for f in ("export_torchscript.py", "greenformer_ref.py"))
+    sources = b"".join(open(f, "rb").read() for f in (
+        os.path.join(HERE, "..", "tools", "export_torchscript.py"),
+        os.path.join(HERE, "..", "tools", "greenformer_ref.py"), os.path.abspath(__file__)))
     digest = hashlib.sha256(repr(todo).encode() + sources).hexdigest()
     stamp = os.path.join(a.out, "stamp.txt")
     if os.path.exists(stamp) and open(stamp).read() == digest:
@@ -59,6 +230,7 @@ def main():
         if rc:
             print(f"fixture generation failed: {' '.join(argv)}", file=sys.stderr)
             return rc
+    write_special(a.out)
     open(stamp, "w").write(digest)
     print(f"fixtures written to {a.out} in {time.time() - t0:.1f}s")
     return 0

@@ -10,11 +10,13 @@ Files:
   --output F      torch.jit.trace of the model at img_size (batch 1, float32, CPU, eval,
                   refiner_scale 1.0 baked in); _extra_files["config.json"] holds the config.
   --fixture F     {"input": x, "c1": ..., "fg": ...}: eager outputs for a seeded input.
-  --write-pth F   the same weights as a CorridorKey-style checkpoint.
+  --write-pth F   the same weights, written the way training code writes them (torch.save of
+                  model.state_dict(), a training checkpoint, torch.compile's state_dict, bf16,
+                  the legacy format, ...; see --pth-layout, --pth-dtype, --pth-legacy).
   --pos-embed-fixture F   {"src": [1,G1^2,C], "dst": [1,G2^2,C]} for the resize test.
 
-All .pt/.pth files are flat dicts of str -> Tensor in torch.save's default zip format,
-so LibTorch's torch::pickle_load can read them.
+State dicts are saved as they come (OrderedDict with _metadata, tensors as the model holds
+them); the C++ side reads torch.save files with its own restricted unpickler.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import os
 import sys
 import time
 import warnings
-from typing import Dict
+import copy
+from typing import Any, Dict
 
 import torch
 import torch.nn.functional as F
@@ -74,10 +77,50 @@ def make_input(img_size: int, seed: int) -> torch.Tensor:
     return torch.cat([rgb, hint], dim=1).contiguous()
 
 
-def plain_state_dict(model: torch.nn.Module, prefix: str = "") -> Dict[str, torch.Tensor]:
-    """dict (not OrderedDict) of compact, contiguous CPU tensors, num_batches_tracked included."""
-    return {prefix + k: v.detach().to("cpu").contiguous().clone()
-            for k, v in model.state_dict().items()}
+class _DictOutputs(gr.GreenFormer):
+    """The reference with CorridorKey's own output convention: {"alpha", "fg"} (what
+    `verify` must accept besides our 13-tuple). A subclass, so parameter names are unchanged."""
+
+    def forward(self, x: torch.Tensor, refiner_scale: float = 1.0) -> Dict[str, torch.Tensor]:
+        out = super().forward(x, refiner_scale)
+        return {"alpha": out[11], "fg": out[12]}
+
+
+def training_checkpoint(model: torch.nn.Module, arch: str, img_size: int) -> Dict[str, Any]:
+    """What a training loop saves: weights, a real AdamW state after one step (on a copy, so
+    the exported weights are untouched), the epoch and a config with assorted Python values."""
+    shadow = copy.deepcopy(model).train()
+    opt = torch.optim.AdamW(shadow.parameters(), lr=1e-4)
+    with torch.enable_grad():
+        loss = sum((p.float() ** 2).mean() for p in shadow.parameters())
+        loss.backward()
+    opt.step()
+    return {
+        "state_dict": model.state_dict(),
+        "optimizer": opt.state_dict(),
+        "epoch": 7,
+        "config": {"arch": arch, "img_size": img_size, "lr": 1e-4, "betas": (0.9, 0.999),
+                   "input_shape": torch.Size([1, 4, img_size, img_size]),
+                   "device": torch.device("cpu"), "dtype": torch.float32,
+                   "seed": 2 ** 70, "tag": b"\x00\xffraw", "note": None,
+                   "name": "gr\u00fcn \u03c8", "flags": {1, 2}, "milestones": [10, 20]},
+    }
+
+
+def checkpoint_object(model: torch.nn.Module, layout: str, arch: str, img_size: int) -> Any:
+    sd = model.state_dict()
+    if layout == "state_dict":
+        return {"state_dict": sd}
+    if layout == "top":
+        return sd
+    if layout == "compiled":
+        # torch.compile wraps the model as _orig_mod; no compilation happens until a forward.
+        return torch.compile(model).state_dict()
+    if layout == "ema":
+        return {"model_ema": sd}
+    if layout == "training":
+        return training_checkpoint(model, arch, img_size)
+    raise ValueError(f"unknown --pth-layout {layout}")
 
 
 def human_size(path: str) -> str:
@@ -97,10 +140,21 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default 0)")
     p.add_argument("--output", help="TorchScript file to write")
     p.add_argument("--fixture", help="write {'input', c1..fg} eager reference tensors here")
-    p.add_argument("--write-pth", help="write the weights as a CorridorKey-style checkpoint")
-    p.add_argument("--pth-prefix", default="", help="key prefix for --write-pth, e.g. _orig_mod.")
-    p.add_argument("--pth-layout", choices=("state_dict", "top"), default="state_dict",
-                   help="'state_dict': {'state_dict': sd}; 'top': sd itself")
+    p.add_argument("--ts-outputs", choices=("tuple", "dict"), default="tuple",
+                   help="--output forward returns the 13-tuple (default) or {'alpha', 'fg'}")
+    p.add_argument("--write-pth", help="write the weights with torch.save as a checkpoint")
+    p.add_argument("--pth-layout", choices=("state_dict", "top", "compiled", "ema", "training"),
+                   default="state_dict",
+                   help="'state_dict': {'state_dict': sd}; 'top': model.state_dict() itself; "
+                        "'compiled': torch.compile(model).state_dict() (_orig_mod. keys); "
+                        "'ema': {'model_ema': sd}; 'training': {'state_dict', 'optimizer' "
+                        "(AdamW after one step), 'epoch', 'config'}")
+    p.add_argument("--pth-dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="dtype of the saved weights (model.to(dtype).state_dict())")
+    p.add_argument("--pth-legacy", action="store_true",
+                   help="torch.save(..., _use_new_zipfile_serialization=False)")
+    p.add_argument("--pth-protocol", type=int, default=2, choices=(2, 3, 4, 5),
+                   help="pickle protocol of --write-pth (default 2, as torch.save)")
     p.add_argument("--pos-embed-fixture", help="write {'src', 'dst'} pos_embed resize fixture")
     p.add_argument("--pos-embed-from", type=int, help="source grid G1 for --pos-embed-fixture")
     p.add_argument("--pos-embed-to", type=int, help="target grid G2 for --pos-embed-fixture")
@@ -144,6 +198,8 @@ def main(argv=None) -> int:
             gr.randomize_(model, a.seed)
             src = f"random weights, seed {a.seed}"
         model = model.float().eval()
+        if a.ts_outputs == "dict":
+            model.__class__ = _DictOutputs
         n_params = sum(p.numel() for p in model.parameters())
         print(f"built {a.arch} S={a.img_size}: {n_params:,} parameters, {src} "
               f"[{time.perf_counter() - t0:.2f}s]")
@@ -154,13 +210,14 @@ def main(argv=None) -> int:
         traced = torch.jit.trace(model, (example,), strict=False, check_trace=False)
         torch.jit.save(traced, a.output,
                        _extra_files={"config.json": config_json(a.arch, a.img_size)})
-        print(f"wrote {a.output}: TorchScript {a.arch} S={a.img_size}, {len(gr.OUTPUT_NAMES)} "
-              f"outputs, {human_size(a.output)} [{time.perf_counter() - t0:.2f}s]")
+        outputs = "{alpha, fg}" if a.ts_outputs == "dict" else f"{len(gr.OUTPUT_NAMES)} outputs"
+        print(f"wrote {a.output}: TorchScript {a.arch} S={a.img_size}, {outputs}, "
+              f"{human_size(a.output)} [{time.perf_counter() - t0:.2f}s]")
 
     if a.fixture:
         t0 = time.perf_counter()
         x = make_input(a.img_size, a.seed + INPUT_SEED_OFFSET)
-        outs = model(x)
+        outs = gr.GreenFormer.forward(model, x)
         fixture = {"input": x}
         for name, t in zip(gr.OUTPUT_NAMES, outs):
             fixture[name] = t.detach().contiguous().clone()
@@ -170,11 +227,14 @@ def main(argv=None) -> int:
 
     if a.write_pth:
         t0 = time.perf_counter()
-        sd = plain_state_dict(model, a.pth_prefix)
-        obj = {"state_dict": sd} if a.pth_layout == "state_dict" else sd
-        torch.save(obj, a.write_pth)
-        print(f"wrote {a.write_pth}: checkpoint layout={a.pth_layout} prefix='{a.pth_prefix}' "
-              f"{len(sd)} tensors, {human_size(a.write_pth)} [{time.perf_counter() - t0:.2f}s]")
+        dtype = getattr(torch, a.pth_dtype)
+        weights = model if dtype == torch.float32 else copy.deepcopy(model).to(dtype)
+        obj = checkpoint_object(weights, a.pth_layout, a.arch, a.img_size)
+        torch.save(obj, a.write_pth, pickle_protocol=a.pth_protocol,
+                   _use_new_zipfile_serialization=not a.pth_legacy)
+        print(f"wrote {a.write_pth}: checkpoint layout={a.pth_layout} dtype={a.pth_dtype}"
+              f"{' legacy format' if a.pth_legacy else ''} protocol {a.pth_protocol}, "
+              f"{human_size(a.write_pth)} [{time.perf_counter() - t0:.2f}s]")
 
     if a.pos_embed_fixture:
         dim = gr.resolve_config(a.arch)["embed_dim"]

@@ -22,8 +22,12 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 void add_verify(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
-      "verify", "Run the native model on a seeded input; for TorchScript archives compare every "
-                "output with the archive's own forward (fails if alpha/fg differ by > tolerance)");
+      "verify", "Run the native model on a seeded input; for TorchScript archives compare it "
+                "with the archive's own forward (fails if alpha/fg differ by > tolerance). The "
+                "archive may return our 13-tuple, a dict with alpha/fg or an (alpha, fg) pair; "
+                "intermediates are compared when it returns them. verify EXECUTES the archive's "
+                "TorchScript code: only use it on archives you trust (inference, job, bench and "
+                "info read checkpoints as data and run nothing from them)");
   auto opt = std::make_shared<VerifyOptions>();
   auto json = std::make_shared<bool>(false);
   cmd->add_option("--checkpoint", opt->checkpoint, "TorchScript archive or CorridorKey .pth")
@@ -47,7 +51,7 @@ void add_verify(CLI::App& app, int& exit_code) {
                        {"tolerance", opt->tolerance}, {"passed", r.passed},
                        {"outputs", nlohmann::json::array()}};
       for (const auto& d : r.diffs)
-        j["outputs"].push_back({{"name", d.name}, {"shape", d.shape},
+        j["outputs"].push_back({{"name", d.name}, {"shape", d.shape}, {"compared", d.compared},
                                 {"max_abs_diff", d.max_abs_diff}, {"max_abs_ref", d.max_abs_ref}});
       std::cout << j.dump(2) << "\n";
     } else {
@@ -60,9 +64,14 @@ void add_verify(CLI::App& app, int& exit_code) {
       if (r.has_reference) {
         std::printf("reference   %.1f ms (TorchScript forward of the same file)\n", r.reference_ms);
         std::printf("%-16s %-20s %14s %14s\n", "output", "shape", "max|diff|", "max|ref|");
-        for (const auto& d : r.diffs)
-          std::printf("%-16s %-20s %14.3e %14.3e\n", d.name.c_str(), shape_str(d.shape).c_str(),
-                      d.max_abs_diff, d.max_abs_ref);
+        for (const auto& d : r.diffs) {
+          if (d.compared)
+            std::printf("%-16s %-20s %14.3e %14.3e\n", d.name.c_str(), shape_str(d.shape).c_str(),
+                        d.max_abs_diff, d.max_abs_ref);
+          else
+            std::printf("%-16s %-20s %14s %14s\n", d.name.c_str(), shape_str(d.shape).c_str(),
+                        "-", "(not returned)");
+        }
         std::printf("%s: alpha/fg max abs diff %s %.1e\n", r.passed ? "PASS" : "FAIL",
                     r.passed ? "<=" : ">", opt->tolerance);
       } else {

@@ -1,4 +1,5 @@
-// Checkpoint loading: both formats, prefix stripping, pos_embed resize, and every error case.
+// Checkpoint loading: every file shape, containers, prefix stripping, pos_embed resize, and
+// every error case. The reader itself: test_torch_pickle.cpp.
 #include "model/checkpoint.h"
 #include "model/sample_input.h"
 #include "support/support.h"
@@ -41,32 +42,110 @@ fs::path write_edited_pth(const fs::path& dir, const std::string& name, Edit f) 
 
 }  // namespace
 
-TEST_CASE(".pth and TorchScript of the same weights load identical parameters", "[model]") {
+TEST_CASE("every way of saving the same weights loads identical parameters", "[model]") {
+  // All written from seed 0 by tests/make_fixtures.py, the way users' tools write them.
   const auto ts = read_checkpoint(ck_test::fixture("tiny128.ts"));
-  const auto pth = read_checkpoint(ck_test::fixture("tiny128.pth"));      // _orig_mod. prefix
-  const auto top = read_checkpoint(ck_test::fixture("tiny128_top.pth"));  // no "state_dict"
   CHECK(ts.format == CheckpointFormat::TorchScript);
-  CHECK(pth.format == CheckpointFormat::TorchSave);
   CHECK(ts.config_from_file);
-  CHECK_FALSE(pth.config_from_file);
-  CHECK(infer_config(pth).to_json() == ts.config.to_json());  // shapes -> same architecture
+  auto ref = load_green_former(ck_test::fixture("tiny128.ts"));
+  const auto ref_params = ref->named_parameters(true);
+  const auto ref_buffers = ref->named_buffers(true);
+  CHECK(ref_params.size() > 100);
 
-  auto a = load_green_former(ck_test::fixture("tiny128.ts"));
-  auto b = load_green_former(ck_test::fixture("tiny128.pth"));
-  auto c = load_green_former(ck_test::fixture("tiny128_top.pth"));
-  auto pb = b->named_parameters(true), pc = c->named_parameters(true);
-  int64_t compared = 0;
-  for (const auto& p : a->named_parameters(true)) {
-    INFO(p.key());
-    REQUIRE(torch::equal(p.value(), pb[p.key()]));
-    REQUIRE(torch::equal(p.value(), pc[p.key()]));
-    ++compared;
+  const std::vector<std::string> files{
+      "tiny128.pth",           // {"state_dict", "optimizer" (AdamW), "epoch", "config"}
+      "tiny128_top.pth",       // torch.save(model.state_dict()): OrderedDict with _metadata
+      "tiny128_compiled.pth",  // torch.compile(model).state_dict(): _orig_mod. keys
+      "tiny128_legacy.pth",    // _use_new_zipfile_serialization=False, training layout
+      "tiny128_ema.pth",       // {"model_ema": sd}
+      "tiny128_p4.pth",        // pickle protocol 4 (FRAME, MEMOIZE, STACK_GLOBAL, ...)
+      "tiny128_p5.pth",        // pickle protocol 5, compiled keys
+      "tiny128_flat.pth",      // every float tensor a view into one storage, 2-D transposed
+      "tiny128_bf16.pth",      // model.to(torch.bfloat16).state_dict()
+      "tiny128_armed.ts"};     // TorchScript with an extra scripted submodule (no tensors)
+  for (const auto& file : files) {
+    INFO(file);
+    const auto ck = read_checkpoint(ck_test::fixture(file));
+    if (file.find(".ts") == std::string::npos) {
+      CHECK(ck.format == CheckpointFormat::TorchSave);
+      CHECK_FALSE(ck.config_from_file);
+    }
+    CHECK(infer_config(ck).to_json() == ts.config.to_json());  // shapes -> same architecture
+    const bool bf16 = file.find("bf16") != std::string::npos;
+    CHECK(ck.find("encoder.model.pos_embed")->dtype() == (bf16 ? torch::kBFloat16 : torch::kFloat));
+
+    auto net = load_green_former(ck_test::fixture(file));
+    auto params = net->named_parameters(true);
+    auto buffers = net->named_buffers(true);
+    REQUIRE(params.size() == ref_params.size());
+    for (const auto& p : ref_params) {
+      INFO(p.key());
+      // bf16 weights are the fp32 ones rounded to bf16 (round to nearest even).
+      const auto want = bf16 ? p.value().to(torch::kBFloat16).to(torch::kFloat) : p.value();
+      REQUIRE(torch::equal(params[p.key()], want));
+    }
+    for (const auto& b : ref_buffers) {
+      if (b.key().find("running") == std::string::npos) continue;
+      INFO(b.key());
+      const auto want = bf16 ? b.value().to(torch::kBFloat16).to(torch::kFloat) : b.value();
+      REQUIRE(torch::equal(*buffers.find(b.key()), want));
+    }
   }
-  for (const auto& buf : a->named_buffers(true))
-    if (buf.key().find("running") != std::string::npos)
-      REQUIRE(torch::equal(buf.value(), *b->named_buffers(true).find(buf.key())));
-  CHECK(compared == static_cast<int64_t>(a->parameters().size()));
-  CHECK(compared > 100);
+}
+
+TEST_CASE("weights come from the container; everything else is reported once", "[model]") {
+  const auto train = read_checkpoint(ck_test::fixture("tiny128.pth"));
+  CHECK(train.weights_entry == "state_dict");
+  CHECK(train.ignored_entries == std::vector<std::string>{"optimizer", "epoch", "config"});
+  CHECK(train.ignored_summary() == "ignored: optimizer, epoch, config");
+  CHECK(read_checkpoint(ck_test::fixture("tiny128_legacy.pth")).ignored_summary() ==
+        "ignored: optimizer, epoch, config");
+
+  const auto ema = read_checkpoint(ck_test::fixture("tiny128_ema.pth"));
+  CHECK(ema.weights_entry == "model_ema");
+  CHECK(ema.ignored_entries.empty());
+
+  const auto top = read_checkpoint(ck_test::fixture("tiny128_top.pth"));
+  CHECK(top.weights_entry.empty());
+  CHECK(top.ignored_summary().empty());
+  // num_batches_tracked is dropped; everything else is in file order and found by key.
+  CHECK(top.find("refiner.stem.1.num_batches_tracked") == nullptr);
+  CHECK(top.tensors.front().first == "encoder.model.pos_embed");
+  for (size_t i = 0; i < top.tensors.size(); ++i)
+    CHECK(top.find(top.tensors[i].first) == &top.tensors[i].second);
+
+  const auto compiled = read_checkpoint(ck_test::fixture("tiny128_compiled.pth"));
+  CHECK(compiled.find("_orig_mod.encoder.model.pos_embed") == nullptr);
+  CHECK(compiled.find("encoder.model.pos_embed") != nullptr);
+
+  // The flat file's tensors really are views of one storage (read as views, not copies).
+  const auto flat = read_checkpoint(ck_test::fixture("tiny128_flat.pth"));
+  const auto& a = *flat.find("encoder.model.pos_embed");
+  const auto& b = *flat.find("refiner.final.weight");
+  const auto& fc = *flat.find("encoder.model.blocks.0.mlp.fc1.weight");
+  CHECK(a.storage().is_alias_of(b.storage()));
+  CHECK(a.storage().is_alias_of(fc.storage()));
+  CHECK(a.storage_offset() == 3);
+  CHECK_FALSE(fc.is_contiguous());
+
+  // Preference when a file holds several: state_dict > model_state_dict > model > ema ...
+  const auto dir = ck_test::temp_dir("containers");
+  c10::Dict<std::string, torch::Tensor> real, zeros;
+  for (const auto& [k, t] : top.tensors) {
+    real.insert(k, t);
+    zeros.insert(k, torch::zeros_like(t));
+  }
+  c10::impl::GenericDict both(c10::StringType::get(), c10::AnyType::get());
+  both.insert("model_ema", zeros);
+  both.insert("model", real);
+  both.insert("step", 5);
+  const auto p = dir / "both.pth";
+  write_bytes(p, torch::pickle_save(c10::IValue(both)));
+  const auto ck = read_checkpoint(p.string());
+  CHECK(ck.weights_entry == "model");
+  CHECK(torch::equal(*ck.find("refiner.final.weight"), *top.find("refiner.final.weight")));
+  CHECK(ck.ignored_summary() == "ignored: model_ema, step");
+  fs::remove_all(dir);
 }
 
 TEST_CASE("pos_embed resize matches PyTorch bicubic (align_corners=False)", "[model]") {
@@ -162,6 +241,36 @@ TEST_CASE("bad checkpoints raise typed errors naming the file and problem", "[mo
       (void)d.erase("refiner.final.bias");
     });
     CHECK_THROWS_WITH(load_green_former(p.string()), Contains("missing key 'refiner.final.bias'"));
+  }
+  SECTION("two keys that are the same after removing _orig_mod.") {
+    const auto p = write_edited_pth(dir, "dup.pth", [](auto& d) {
+      d.insert("_orig_mod.refiner.final.bias", torch::zeros({4}));
+    });
+    CHECK_THROWS_AS(read_checkpoint(p.string()), ModelError);
+    CHECK_THROWS_WITH(read_checkpoint(p.string()),
+                      Contains("'refiner.final.bias' appears twice") && Contains("_orig_mod."));
+  }
+  SECTION("a container that is not all tensors names the entry") {
+    c10::impl::GenericDict inner(c10::StringType::get(), c10::AnyType::get());
+    inner.insert("a.weight", torch::zeros({2}));
+    inner.insert("lr", 0.5);
+    c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
+    root.insert("state_dict", inner);
+    const auto p = dir / "mixed.pth";
+    write_bytes(p, torch::pickle_save(c10::IValue(root)));
+    CHECK_THROWS_WITH(read_checkpoint(p.string()),
+                      Contains("'state_dict'") && Contains("entry 'lr' is not a tensor (float)"));
+  }
+  SECTION("no weights anywhere lists what the file holds") {
+    c10::impl::GenericDict root(c10::StringType::get(), c10::AnyType::get());
+    root.insert("epoch", 3);
+    root.insert("weights", std::string("elsewhere"));
+    const auto p = dir / "noweights.pth";
+    write_bytes(p, torch::pickle_save(c10::IValue(root)));
+    CHECK_THROWS_AS(read_checkpoint(p.string()), ModelError);
+    CHECK_THROWS_WITH(read_checkpoint(p.string()),
+                      Contains("no weights found") && Contains("state_dict, model_state_dict") &&
+                          Contains("top-level entries: epoch, weights"));
   }
   SECTION("not a dict of tensors") {
     const auto p = dir / "tensor.pth";

@@ -1,7 +1,8 @@
 // Shared helpers of the C++ tests: fixture files and tensor comparisons.
 #pragma once
 
-#include <torch/serialize.h>
+#include "model/torch_archive.h"
+
 #include <torch/types.h>
 
 #include <cstdlib>
@@ -23,14 +24,11 @@ inline std::string fixture(const std::string& name) {
   return p.string();
 }
 
-/// Reads a torch.save'd flat dict of tensors.
+/// Reads a torch.save'd dict of tensors (any torch.save output: OrderedDict, views, ...)
+/// with the engine's own reader.
 inline std::map<std::string, torch::Tensor> load_tensors(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::vector<char> data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& kv : torch::pickle_load(data).toGenericDict())
-    out[kv.key().toStringRef()] = kv.value().toTensor();
-  return out;
+  const auto entries = corridorkey::model::load_tensor_dict(path);
+  return {entries.begin(), entries.end()};
 }
 
 inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {

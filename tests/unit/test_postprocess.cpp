@@ -1,7 +1,12 @@
 // Post-processing formulas with known values (pipeline.md).
+#include "io/image_io.h"
 #include "post/postprocess.h"
+#include "support/support.h"
 
 #include <catch2/catch.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <cmath>
 
 using namespace corridorkey;
 namespace post = corridorkey::post;
@@ -29,6 +34,36 @@ TEST_CASE("comp and processed known values", "[unit]") {
   const auto wide = post::checker_comp(filled(130, 1, {0.6f, 0.6f, 0.6f}), filled(130, 1, {0.0f}));
   CHECK(wide.at(0, 0, 0) == Approx(0.15).margin(1e-6));
   CHECK(wide.at(129, 0, 0) == Approx(0.55).margin(1e-6));
+}
+
+TEST_CASE("Comp PNG truncates after clamping, as the reference writes it", "[unit]") {
+  const auto dir = ck_test::temp_dir("png8");
+  // One grey channel: value -> byte, (clip(v, 0, 1) * 255).astype(np.uint8) in float32.
+  const std::vector<std::pair<float, int>> known{
+      {0.545655f, 139}, {0.999f, 254}, {1.0f, 255}, {0.0f, 0}, {0.9999f, 254},
+      {0.5f, 127}, {1.0f / 255.0f, 1}, {0.00392f, 0}, {-0.5f, 0}, {1.5f, 255},
+      {std::nanf(""), 0}};
+  Image grey;
+  grey.width = static_cast<int>(known.size());
+  grey.height = 1;
+  grey.channels = 1;
+  for (const auto& [v, b] : known) grey.pixels.push_back(v);
+  const auto p = (dir / "grey.png").string();
+  io::write_png8(p, grey);
+  const auto m = cv::imread(p, cv::IMREAD_UNCHANGED);
+  REQUIRE((m.rows == 1 && m.cols == grey.width && m.type() == CV_8UC1));
+  for (size_t i = 0; i < known.size(); ++i) {
+    INFO("value " << known[i].first);
+    CHECK(static_cast<int>(m.at<uint8_t>(0, static_cast<int>(i))) == known[i].second);
+  }
+  // The comp itself: fg 0.6 over the dark checker at alpha 0.8 is 0.545655 -> 139 (RGB).
+  const auto comp = post::checker_comp(filled(2, 2, {0.6f, 0.6f, 0.6f}), filled(2, 2, {0.8f}));
+  const auto pc = (dir / "comp.png").string();
+  io::write_png8(pc, comp);
+  const auto c = cv::imread(pc, cv::IMREAD_UNCHANGED);
+  REQUIRE(c.type() == CV_8UC3);
+  CHECK(c.at<cv::Vec3b>(0, 0) == cv::Vec3b(139, 139, 139));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("transfer functions", "[unit]") {

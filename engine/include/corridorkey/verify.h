@@ -1,5 +1,7 @@
 // Checkpoint verification: run the native GreenFormer on a seeded input and, for TorchScript
-// archives, compare every output with the archive's own forward.
+// archives, compare its outputs with the archive's own forward. That forward is the
+// archive's TorchScript code: verify EXECUTES it (only use verify on archives you trust);
+// everything else in the engine reads checkpoints as data.
 #pragma once
 
 #include <corridorkey/export.h>
@@ -23,6 +25,8 @@ struct VerifyOptions {
 struct OutputDiff {
   std::string name;              // c1..c4, alpha_logits, ..., alpha, fg
   std::vector<int64_t> shape;
+  bool compared = false;         // the archive returned this output (alpha / fg always; the
+                                 // intermediates only from tools/export_torchscript.py's tuple)
   double max_abs_diff = 0;       // native vs reference
   double max_abs_ref = 0;        // scale of the reference output
 };
@@ -32,7 +36,7 @@ struct VerifyReport {
   int64_t img_size = 0;
   int64_t parameters = 0;
   bool has_reference = false;    // TorchScript archive: its forward was run too
-  std::vector<OutputDiff> diffs; // every output; diffs only meaningful with a reference
+  std::vector<OutputDiff> diffs; // every output; diffs only where `compared`
   double alpha_mean = 0, fg_mean = 0;
   double native_ms = 0, reference_ms = 0;
   bool passed = false;           // final alpha/fg within tolerance (or no reference)

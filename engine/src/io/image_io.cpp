@@ -204,9 +204,16 @@ void write_exr(const std::string& path, const Image& im, const std::string& name
 }
 
 void write_png8(const std::string& path, const Image& im) {
-  cv::Mat f(im.height, im.width, CV_32FC(im.channels), const_cast<float*>(im.pixels.data()));
-  cv::Mat u8;
-  f.convertTo(u8, CV_8U, 255.0);  // saturate_cast: rounds and clamps to 0..255
+  // As the reference writes its Comp PNG: clip to [0, 1], scale by 255 in float32 and
+  // TRUNCATE ((comp * 255).astype(np.uint8)), so 0.999 -> 254, not 255. NaN -> 0.
+  cv::Mat u8(im.height, im.width, CV_8UC(im.channels));
+  const float* src = im.pixels.data();
+  uint8_t* dst = u8.ptr<uint8_t>();
+  const size_t n = static_cast<size_t>(im.width) * im.height * im.channels;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = src[i] > 0.f ? std::min(src[i], 1.f) : 0.f;
+    dst[i] = static_cast<uint8_t>(v * 255.f);
+  }
   if (im.channels == 3) cv::cvtColor(u8, u8, cv::COLOR_RGB2BGR);
   if (im.channels == 4) cv::cvtColor(u8, u8, cv::COLOR_RGBA2BGRA);
   atomic_write(path, [&](const std::string& tmp) {

@@ -28,7 +28,8 @@ const char* to_string(ExrCompression c);
 void write_exr(const std::string& path, const Image& image, const std::string& names,
                ExrCompression compression);
 
-/// Writes an 8-bit PNG (values clamped to 0..1, rounded). Atomic like write_exr.
+/// Writes an 8-bit PNG: values clamped to 0..1, times 255, truncated (as the reference's
+/// `(comp * 255).astype(np.uint8)`). Atomic like write_exr.
 void write_png8(const std::string& path, const Image& image);
 
 /// True if the file exists and its header decodes (used by --skip-existing).

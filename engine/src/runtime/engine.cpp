@@ -36,6 +36,10 @@ BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
     auto net = loaded.net;
     const auto& ck = loaded.checkpoint;
     info.checkpoint = loaded.description;
+    if (const auto ignored = ck.ignored_summary(); !ignored.empty()) {  // one line per load
+      info.notes += opt.checkpoint + ": " + ignored + "\n";
+      std::cerr << "corridorkey: " << opt.checkpoint << ": " << ignored << "\n";
+    }
     S = net->config().img_size;
     info.img_size = S;
     info.arch = net->config().arch;
