@@ -1,7 +1,7 @@
 """Python reference GreenFormer (CorridorKey keying network), built on timm's Hiera.
 
 This module is the single Python source of truth the C++/LibTorch port is checked
-against (see /work/shared/reference/model.md for the spec). It provides:
+against (tools/README.md describes what it mirrors of timm). It provides:
 
   CONFIGS                      named architectures ("hiera_base_plus" = production, "tiny" = tests)
   build_greenformer(arch, S)   an nn.Module whose state_dict keys equal CorridorKey.pth keys

@@ -1,22 +1,13 @@
 #!/bin/sh
 # The inference command through the real binary: outputs, NDJSON, exit codes, resume.
-# Usage: cli_inference.sh CLI WORKDIR   (needs the project venv's python for the clip)
+# Usage: cli_inference.sh CLI WORKDIR   (CK_MAKE_CLIP: the test clip generator)
 set -u
 cli=$1; work=$2
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work"; mkdir -p "$work"
-"$CK_PYTHON" - "$work/clip" <<'PY' || fail "clip generation"
-import sys, os, numpy as np, torch
-root = sys.argv[1]
-os.makedirs(root + "/Input"); os.makedirs(root + "/AlphaHint")
-from PIL import Image
-for f in range(3):
-    y, x = np.mgrid[0:90, 0:160]
-    inside = ((x - 70 - 3 * f) ** 2 + (y - 45) ** 2) < 30 ** 2
-    rgb = np.where(inside[..., None], [200, 90, 60], [20, 210, 30]).astype(np.uint8)
-    Image.fromarray(rgb).save(f"{root}/Input/f{f + 1}.png")
-    Image.fromarray((inside * 255).astype(np.uint8)).save(f"{root}/AlphaHint/f{f + 1}.png")
-PY
+# The shared synthetic clip (tests/support/make_clip.cpp): 3 frames f1..f3.png, 8-bit.
+"$CK_MAKE_CLIP" "$work/clip" --frames 3 --size 160x90 --plate png --hint png --prefix f --digits 1 \
+  || fail "clip generation"
 # 1. keys all frames, NDJSON events, exit 0
 "$cli" inference "$work/clip" --profile original --device cpu --json > "$work/events.ndjson"; rc=$?
 [ $rc -eq 0 ] || fail "exit code $rc"

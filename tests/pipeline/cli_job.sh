@@ -8,18 +8,9 @@ cli=$1; work=$2; mode=$3
 venv_bin=$(dirname "$CK_PYTHON")
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work"; mkdir -p "$work/clips"
-"$CK_PYTHON" - "$work/clips" <<'PY' || fail "clip generation"
-import sys, os, numpy as np
-from PIL import Image
-for name, n in (("sh010", 5), ("sh020", 3)):
-    root = f"{sys.argv[1]}/{name}"
-    os.makedirs(root + "/Input"); os.makedirs(root + "/AlphaHint")
-    for f in range(n):
-        y, x = np.mgrid[0:72, 0:128]
-        inside = ((x - 50 - 4 * f) ** 2 + (y - 36) ** 2) < 22 ** 2
-        Image.fromarray(np.where(inside[..., None], [200, 90, 60], [20, 210, 30]).astype(np.uint8)).save(f"{root}/Input/{f + 1:04d}.png")
-        Image.fromarray((inside * 255).astype(np.uint8)).save(f"{root}/AlphaHint/{f + 1:04d}.png")
-PY
+# Two clips from the shared synthetic clip generator (tests/support/make_clip.cpp).
+"$CK_MAKE_CLIP" "$work/clips/sh010" --frames 5 --size 128x72 --plate png --hint png || fail "clip generation"
+"$CK_MAKE_CLIP" "$work/clips/sh020" --frames 3 --size 128x72 --plate png --hint png || fail "clip generation"
 cat > "$work/job.yaml" <<YAML
 version: 1
 name: citest

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "io/image_io.h"
+#include "devtools/synthetic_clip.h"
 #include "runtime/model_factory.h"
 #include "support/support.h"
 
@@ -19,28 +19,17 @@ fs::path write(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
   return p;
 }
-/// Two small clips: a (5 frames) and b (3 frames), PNG plate + hint.
+/// Two small clips: a (5 frames) and b (3 frames), 8-bit PNG plates and hints f1.png ...
 fs::path make_clips(const fs::path& root) {
   for (auto [name, n] : {std::pair<const char*, int>{"a", 5}, {"b", 3}}) {
-    fs::create_directories(root / name / "Input");
-    fs::create_directories(root / name / "AlphaHint");
-    for (int f = 1; f <= n; ++f) {
-      Image plate, hint;
-      plate.width = hint.width = 64;
-      plate.height = hint.height = 48;
-      plate.channels = 3;
-      hint.channels = 1;
-      plate.pixels.assign(64 * 48 * 3, 0.2f);
-      hint.pixels.assign(64 * 48, 0.f);
-      for (int y = 10; y < 38; ++y)
-        for (int x = 10 + f; x < 40 + f; ++x) {
-          hint.pixels[y * 64 + x] = 1.f;
-          plate.pixels[(y * 64 + x) * 3 + 0] = 0.8f;
-        }
-      const auto stem = "f" + std::to_string(f);
-      io::write_png8((root / name / "Input" / (stem + ".png")).string(), plate);
-      io::write_png8((root / name / "AlphaHint" / (stem + ".png")).string(), hint);
-    }
+    devtools::SyntheticClip c;
+    c.frames = n;
+    c.width = 64;
+    c.height = 48;
+    c.plate_format = c.hint_format = "png";
+    c.plate_prefix = c.hint_prefix = "f";
+    c.digits = 1;
+    devtools::write_synthetic_clip(root / name, c);
   }
   return root;
 }

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "devtools/synthetic_clip.h"
 #include "io/image_io.h"
 #include "support/support.h"
 
@@ -26,44 +27,24 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Image make_plate(int w, int h, int f) {
-  Image im;
-  im.width = w;
-  im.height = h;
-  im.channels = 3;
-  im.pixels.resize(static_cast<size_t>(w) * h * 3);
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      const bool fg = std::hypot(x - w * (0.45 + 0.03 * f), y - h * 0.5) < h * 0.3;
-      float* p = &im.pixels[(static_cast<size_t>(y) * w + x) * 3];
-      p[0] = fg ? 0.5f : 0.03f;
-      p[1] = fg ? 0.3f : 0.45f;
-      p[2] = fg ? 0.2f : 0.04f;
-    }
-  return im;
+/// The shared synthetic clip: plates as scene-linear half EXRs, hints as 16-bit PNGs.
+devtools::SyntheticClip clip_spec(int frames, int w = 320, int h = 180) {
+  devtools::SyntheticClip c;
+  c.frames = frames;
+  c.width = w;
+  c.height = h;
+  return c;
 }
 
+Image make_plate(int w, int h, int f) { return devtools::synthetic_plate(clip_spec(1, w, h), f); }
+
 void write_hint_png16(const std::string& path, int w, int h, int f) {
-  cv::Mat m(h, w, CV_16U);
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x)
-      m.at<uint16_t>(y, x) = std::hypot(x - w * (0.45 + 0.03 * f), y - h * 0.5) < h * 0.3 ? 65535 : 0;
-  REQUIRE(cv::imwrite(path, m));
+  devtools::write_synthetic_hint(path, clip_spec(1, w, h), f);
 }
 
 /// clip/Input/plate_000N.exr (linear, half) + clip/AlphaHint/hint_000N.png (16-bit).
 fs::path make_clip(const fs::path& root, const std::string& name, int frames, int w = 320, int h = 180) {
-  const auto c = root / name;
-  fs::create_directories(c / "Input");
-  fs::create_directories(c / "AlphaHint");
-  for (int f = 0; f < frames; ++f) {
-    char n[32];
-    std::snprintf(n, sizeof n, "%04d", f + 1);
-    io::write_exr((c / "Input" / ("plate_" + std::string(n) + ".exr")).string(), make_plate(w, h, f),
-                  "RGB", io::ExrCompression::Zip);
-    write_hint_png16((c / "AlphaHint" / ("hint_" + std::string(n) + ".png")).string(), w, h, f);
-  }
-  return c;
+  return devtools::write_synthetic_clip(root / name, clip_spec(frames, w, h));
 }
 
 EngineOptions engine_opts() {

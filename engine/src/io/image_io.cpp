@@ -203,6 +203,24 @@ void write_exr(const std::string& path, const Image& im, const std::string& name
   });
 }
 
+namespace {
+/// Encodes `m` by `path`'s extension (.png, .tif) and writes it atomically.
+void write_encoded(const std::string& path, const cv::Mat& m) {
+  const auto ext = fs::path(path).extension().string();
+  atomic_write(path, [&](const std::string& tmp) {
+    std::vector<uchar> bytes;
+    CK_CHECK(cv::imencode(ext, m, bytes), IoError, path, ": ", ext, " encoding failed");
+    FILE* fp = std::fopen(tmp.c_str(), "wb");
+    CK_CHECK(fp, IoError, path, ": cannot create file in ", fs::path(path).parent_path().string(),
+             " (", std::strerror(errno), ")");
+    const size_t n = std::fwrite(bytes.data(), 1, bytes.size(), fp);
+    const int err = errno;
+    const bool closed = std::fclose(fp) == 0;
+    CK_CHECK(n == bytes.size() && closed, IoError, path, ": write failed (", std::strerror(err), ")");
+  });
+}
+}  // namespace
+
 void write_png8(const std::string& path, const Image& im) {
   // As the reference writes its Comp PNG: clip to [0, 1], scale by 255 in float32 and
   // TRUNCATE ((comp * 255).astype(np.uint8)), so 0.999 -> 254, not 255. NaN -> 0.
@@ -216,17 +234,20 @@ void write_png8(const std::string& path, const Image& im) {
   }
   if (im.channels == 3) cv::cvtColor(u8, u8, cv::COLOR_RGB2BGR);
   if (im.channels == 4) cv::cvtColor(u8, u8, cv::COLOR_RGBA2BGRA);
-  atomic_write(path, [&](const std::string& tmp) {
-    std::vector<uchar> bytes;
-    CK_CHECK(cv::imencode(".png", u8, bytes), IoError, path, ": PNG encoding failed");
-    FILE* fp = std::fopen(tmp.c_str(), "wb");
-    CK_CHECK(fp, IoError, path, ": cannot create file in ", fs::path(path).parent_path().string(),
-             " (", std::strerror(errno), ")");
-    const size_t n = std::fwrite(bytes.data(), 1, bytes.size(), fp);
-    const int err = errno;
-    const bool closed = std::fclose(fp) == 0;
-    CK_CHECK(n == bytes.size() && closed, IoError, path, ": write failed (", std::strerror(err), ")");
-  });
+  write_encoded(path, u8);
+}
+
+void write_image16(const std::string& path, const Image& im) {
+  cv::Mat u16(im.height, im.width, CV_16UC(im.channels));
+  uint16_t* dst = u16.ptr<uint16_t>();
+  const size_t n = static_cast<size_t>(im.width) * im.height * im.channels;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = im.pixels[i] > 0.f ? std::min(im.pixels[i], 1.f) : 0.f;
+    dst[i] = static_cast<uint16_t>(std::lround(v * 65535.f));
+  }
+  if (im.channels == 3) cv::cvtColor(u16, u16, cv::COLOR_RGB2BGR);
+  if (im.channels == 4) cv::cvtColor(u16, u16, cv::COLOR_RGBA2BGRA);
+  write_encoded(path, u16);
 }
 
 bool readable_output(const std::string& path) {

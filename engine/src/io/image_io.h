@@ -32,6 +32,10 @@ void write_exr(const std::string& path, const Image& image, const std::string& n
 /// `(comp * 255).astype(np.uint8)`). Atomic like write_exr.
 void write_png8(const std::string& path, const Image& image);
 
+/// Writes a 16-bit PNG or TIFF (by extension; values clamped to 0..1 and rounded), as
+/// compositing tools write hints and plates. Atomic like write_exr.
+void write_image16(const std::string& path, const Image& image);
+
 /// True if the file exists and its header decodes (used by --skip-existing).
 bool readable_output(const std::string& path);
 

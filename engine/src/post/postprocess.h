@@ -1,5 +1,6 @@
 // Post-processing with the reference CPU path's exact semantics (OpenCV), on plain float
-// images. Formulas: ../shared/reference/pipeline.md; constants below are the reference's.
+// images. The constants below are the reference's; tests/unit/test_postprocess.cpp pins
+// its known values (comp 0.545655 for alpha 0.8, fg 0.6 over the first checker square).
 #pragma once
 
 #include <corridorkey/image.h>
