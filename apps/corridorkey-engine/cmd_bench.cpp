@@ -26,7 +26,7 @@ void add_bench(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   b->random_arch = "hiera_base_plus";
   cmd->add_option("--img-size", b->img_size, "model resolution (multiple of 32)")->capture_default_str();
-  cmd->add_option("--profile", *profiles, "profile to run, NAME or NAME:field=value[,...] (repeat; the first is the reference)")
+  cmd->add_option("--profile", *profiles, "profile to run, NAME or NAME:field=value[,...], or a PyTorch eager row: reference, reference-5d, reference-fast (repeat; the first row is the base of ratio and drift)")
       ->take_all();
   cmd->add_option("--frames", b->frames, "timed frames per profile")->capture_default_str();
   cmd->add_option("--warmup", b->warmup, "untimed frames first")->capture_default_str();
@@ -54,6 +54,9 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--clip-size", *clip_size, "WxH of the --pipeline clip")->capture_default_str();
   cmd->add_option("--read-workers", b->read_workers, "--pipeline reader threads")->capture_default_str();
   cmd->add_option("--write-workers", b->write_workers, "--pipeline writer threads")->capture_default_str();
+  cmd->add_option("--ops", b->top_ops,
+                  "profile the last frame of each profile: its N slowest LibTorch operators "
+                  "(self time; shows e.g. that convolutions run through oneDNN)");
   cmd->add_flag("--json", *json, "one JSON object per profile (NDJSON)");
   cmd->callback([b, random, json, profiles, clip_size, &exit_code] {
     if (!*random) b->random_arch.clear();
@@ -85,8 +88,8 @@ void add_bench(CLI::App& app, int& exit_code) {
       return;
     }
     if (!*json)
-      std::printf("%-30s %-10s %-9s %10s %9s %9s %9s %9s %9s %11s %11s %10s %10s\n", "profile",
-                  "precision", "device", "median_ms", "min_ms", "max_ms", "enc_ms", "dec_ms",
+      std::printf("%-30s %-10s %-9s %10s %6s %9s %9s %9s %9s %9s %11s %11s %10s %10s\n", "profile",
+                  "precision", "device", "median_ms", "ratio", "min_ms", "max_ms", "enc_ms", "dec_ms",
                   "ref_ms", "host_MiB", "rss_MiB", "alpha_diff", "fg_diff");
     run_bench(*b, [&](const BenchRow& r) {
       if (*json) {
@@ -105,20 +108,27 @@ void add_bench(CLI::App& app, int& exit_code) {
                          {"device_peak_allocated", r.peak.device_peak_allocated},
                          {"device_peak_reserved", r.peak.device_peak_reserved},
                          {"alpha_max_diff", r.alpha_max_diff}, {"fg_max_diff", r.fg_max_diff},
+                         {"ratio", r.ratio}, {"process_peak_rss", r.process_peak_rss},
                          {"routed_stage2", r.routed_stage2}, {"routed_stage3", r.routed_stage3}};
+        for (const auto& op : r.top_ops)
+          j["top_ops"].push_back({{"name", op.name}, {"self_ms", op.self_ms}, {"calls", op.calls}});
         std::cout << j.dump() << std::endl;
       } else {
-        std::printf("%-30s %-10s %-9s %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %10.2e %10.2e\n",
+        std::printf("%-30s %-10s %-9s %10.1f %6.3f %9.1f %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %10.2e %10.2e\n",
                     r.profile.c_str(), r.precision.c_str(), r.info.device.c_str(), r.median_ms,
-                    r.min_ms, r.max_ms, r.median_stages.encoder_ms, r.median_stages.decoders_ms,
+                    r.ratio, r.min_ms, r.max_ms, r.median_stages.encoder_ms, r.median_stages.decoders_ms,
                     r.median_stages.refiner_ms, mib(r.peak.host_peak_allocated),
                     mib(r.peak.host_peak_rss_growth), r.alpha_max_diff, r.fg_max_diff);
+        if (r.process_peak_rss)
+          std::printf("%-30s PyTorch process peak RSS %.1f MiB\n", "", mib(r.process_peak_rss));
         if (r.peak.encoder_peak + r.peak.refiner_peak)
           std::printf("%-30s stage peaks: encoder %.1f MiB, decoders %.1f MiB, refiner %.1f MiB\n", "",
                       mib(r.peak.encoder_peak), mib(r.peak.decoders_peak), mib(r.peak.refiner_peak));
         if (r.routed_stage2 < 1.0 || r.routed_stage3 < 1.0)
           std::printf("%-30s token routing: %.1f%% of stage-2 and %.1f%% of stage-3 tokens attended\n", "",
                       100 * r.routed_stage2, 100 * r.routed_stage3);
+        for (const auto& op : r.top_ops)
+          std::printf("%-30s   %-44s %9.1f ms %5d calls\n", "", op.name.c_str(), op.self_ms, op.calls);
         if (r.peak.device_peak_reserved)
           std::printf("%-30s device peak allocated %.1f MiB, reserved %.1f MiB\n", "",
                       mib(r.peak.device_peak_allocated), mib(r.peak.device_peak_reserved));

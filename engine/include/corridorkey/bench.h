@@ -19,6 +19,9 @@ struct BenchOptions {
   std::string random_arch;             // "hiera_base_plus" | "tiny"
   int64_t img_size = 512;
   std::string device = "auto";
+  /// Profiles to run (NAME or NAME:field=value,...), plus the PyTorch eager reference rows
+  /// "reference", "reference-5d", "reference-fast" (tools/bench_reference.py in the venv).
+  /// The first row is the base of the drift and ratio columns.
   std::vector<std::string> profiles{"original", "optimized"};
   /// Profile-field overrides applied to every profile (e.g. {"model_precision","float32"}).
   std::vector<std::pair<std::string, std::string>> overrides;
@@ -33,6 +36,8 @@ struct BenchOptions {
   bool pipeline = false;
   int pipeline_frames = 8, pipeline_width = 3840, pipeline_height = 2160;
   int read_workers = 2, write_workers = 2;
+  /// Profile the last timed frame of each profile and report its `top_ops` operators.
+  int top_ops = 0;
 };
 
 struct PipelineBenchResult {
@@ -46,6 +51,13 @@ struct PipelineBenchResult {
 /// Writes the synthetic clip, runs the pipeline, removes the clip.
 CORRIDORKEY_API PipelineBenchResult run_pipeline_bench(const BenchOptions& options);
 
+/// One LibTorch operator's share of a forward (bench --ops).
+struct OpTime {
+  std::string name;
+  double self_ms = 0;
+  int calls = 0;
+};
+
 struct BenchRow {
   std::string profile;
   EngineInfo info;
@@ -54,7 +66,10 @@ struct BenchRow {
   StageTimings median_stages;
   MemoryStats peak;                    // max over the timed frames
   double alpha_max_diff = 0, fg_max_diff = 0;  // vs the first profile (0 for the first)
+  double ratio = 1.0;                  // median_ms / the first row's median_ms
+  uint64_t process_peak_rss = 0;       // reference rows: peak RSS of the Python process
   double routed_stage2 = 1.0, routed_stage3 = 1.0;  // token routing: fraction attended
+  std::vector<OpTime> top_ops;         // --ops N: the last timed frame's operators
 };
 
 /// The engine options bench uses for one --profile spec: "NAME" or

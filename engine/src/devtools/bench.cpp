@@ -3,6 +3,8 @@
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
 
+#include "devtools/op_profile.h"
+#include "devtools/reference_bench.h"
 #include "runtime/memory.h"
 #include "model/checkpoint.h"
 #include "model/sample_input.h"
@@ -16,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -150,7 +153,23 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
   const std::vector<float> input(x.data_ptr<float>(), x.data_ptr<float>() + x.numel());
   std::vector<BenchRow> rows;
   std::vector<float> ref_alpha, ref_fg;
+  double base_ms = 0;
   for (const auto& p : b.profiles) {
+    if (devtools::is_reference_row(p)) {
+      std::vector<float> alpha, fg;
+      auto row = devtools::run_reference_row(b, p, alpha, fg);
+      if (ref_alpha.empty()) {
+        ref_alpha = alpha;
+        ref_fg = fg;
+        base_ms = row.median_ms;
+      }
+      row.alpha_max_diff = max_diff(alpha, ref_alpha);
+      row.fg_max_diff = max_diff(fg, ref_fg);
+      row.ratio = row.median_ms / base_ms;
+      rows.push_back(row);
+      if (on_row) on_row(row);
+      continue;
+    }
     auto engine = create_engine(bench_engine_options(b, p));
     BenchRow row;
     row.profile = p;
@@ -160,7 +179,11 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
     std::vector<StageTimings> stages;
     BaseEngine::ModelOutput out;
     for (int i = 0; i < b.warmup + b.frames; ++i) {
+      const bool last = i + 1 == b.warmup + b.frames;
+      std::optional<devtools::OpProfile> ops;
+      if (last && b.top_ops > 0) ops.emplace();
       out = engine->run_model(input);
+      if (ops) row.top_ops = ops->stop(static_cast<size_t>(b.top_ops));
       if (i < b.warmup) continue;
       totals.push_back(out.timings.infer_ms);
       stages.push_back(out.timings);
@@ -170,7 +193,9 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
     if (ref_alpha.empty()) {
       ref_alpha = out.alpha;
       ref_fg = out.fg;
+      base_ms = row.median_ms;
     }
+    row.ratio = row.median_ms / base_ms;
     row.routed_stage2 = out.routed_stage2;
     row.routed_stage3 = out.routed_stage3;
     row.alpha_max_diff = max_diff(out.alpha, ref_alpha);

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""The PyTorch eager reference, timed the way `corridorkey-engine bench` times the engine.
+
+`bench` runs this script in the project venv (a subprocess) with the engine's own weights
+and input, so the rows it prints beside our profiles compare the same network, weights,
+input, thread count and precision:
+
+  reference       the reference GreenFormer (tools/greenformer_ref.py) with the current timm,
+                  whose global attention already hands SDPA 4-D tensors; NCHW
+  reference-5d    the same with the 5-D global attention of the timm the reference pins
+                  (1.0.24: SDPA falls back to its math kernel)
+  reference-fast  the best plain-PyTorch setting for the device: on a CPU with bf16 (AMX or
+                  avx512_bf16) bf16 weights + channels-last, on CUDA fp16 weights +
+                  channels-last, otherwise fp32 channels-last
+
+  python tools/bench_reference.py --weights W.pt --input X.pt --arch hiera_base_plus \
+      --img-size 1024 --variant reference --precision float32 --threads 2 --frames 3 \
+      --warmup 1 --device cpu --output out.pt
+
+Prints one JSON object: per-frame stage times (medians), peak RSS of this process and its
+growth over the forward, and the precision actually used. --output writes {"alpha", "fg"}
+(float32) of the last frame. Weights and input are torch.save files of plain dicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import greenformer_ref as gr  # noqa: E402
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def load_dict(path: str):
+    """A dict saved by LibTorch's torch::pickle_save (the engine writes these): its typed
+    dicts carry torch.jit._pickle.restore_type_tag, which weights_only loading allows here."""
+    import torch.jit._pickle as jp
+    with torch.serialization.safe_globals([jp.restore_type_tag]):
+        return dict(torch.load(path, map_location="cpu", weights_only=True))
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def cpu_has_bf16() -> bool:
+    try:
+        flags = open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def use_5d_global_attention(model: torch.nn.Module) -> None:
+    """Global blocks take the windowed code path with one window, as timm 1.0.24 did: q/k/v
+    stay 5-D [B, heads, 1, N, d] and SDPA runs its math kernel."""
+    def forward(self, x):
+        B, N, _ = x.shape
+        num_windows = N // (self.q_stride * self.window_size) if self.use_mask_unit_attn else 1
+        qkv = self.qkv(x).reshape(B, -1, num_windows, 3, self.heads, self.head_dim)
+        q, k, v = qkv.permute(3, 0, 4, 2, 1, 5).unbind(0)
+        if self.q_stride > 1:
+            q = q.view(B, self.heads, num_windows, self.q_stride, -1, self.head_dim).amax(dim=3)
+        x = F.scaled_dot_product_attention(q, k, v)
+        x = x.transpose(1, 3).reshape(B, -1, self.dim_out)
+        return self.proj(x)
+
+    for blk in model.encoder.model.blocks:
+        blk.attn.forward = forward.__get__(blk.attn)
+
+
+def timed_forward(model, x, sync):
+    """The reference forward (greenformer_ref.GreenFormer.forward), stage by stage."""
+    t0 = time.perf_counter()
+    c1, c2, c3, c4 = model.encoder(x)
+    sync()
+    t1 = time.perf_counter()
+    alpha_logits = model.alpha_decoder(c1, c2, c3, c4)
+    fg_logits = model.fg_decoder(c1, c2, c3, c4)
+    sync()
+    t2 = time.perf_counter()
+    size = x.shape[2:]
+    alpha_up = F.interpolate(alpha_logits, size=size, mode="bilinear", align_corners=False)
+    fg_up = F.interpolate(fg_logits, size=size, mode="bilinear", align_corners=False)
+    refiner_in = torch.cat([x[:, :3], torch.sigmoid(alpha_up), torch.sigmoid(fg_up)], dim=1)
+    delta = model.refiner(refiner_in)
+    alpha = torch.sigmoid(alpha_up + delta[:, 0:1])
+    fg = torch.sigmoid(fg_up + delta[:, 1:4])
+    sync()
+    t3 = time.perf_counter()
+    return alpha, fg, ((t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--weights", required=True)
+    ap.add_argument("--input", required=True, help="torch.save {'input': [1,4,S,S]}")
+    ap.add_argument("--arch", required=True, choices=sorted(gr.CONFIGS))
+    ap.add_argument("--img-size", type=int, required=True)
+    ap.add_argument("--variant", required=True, choices=("reference", "reference-5d", "reference-fast"))
+    ap.add_argument("--precision", default="float32", choices=sorted(DTYPES))
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--frames", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--output")
+    a = ap.parse_args(argv)
+
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    torch.set_grad_enabled(False)
+    dev = torch.device(a.device)
+    model = gr.build_greenformer(a.arch, a.img_size)
+    sd = load_dict(a.weights)
+    missing, unexpected = model.load_state_dict(sd, strict=False)
+    missing = [k for k in missing if not k.endswith("num_batches_tracked")]
+    if missing or unexpected:
+        raise SystemExit(f"weights do not match the reference model: missing {missing[:5]}, "
+                         f"unexpected {unexpected[:5]}")
+    model.eval()
+    if a.variant == "reference-5d":
+        use_5d_global_attention(model)
+
+    dtype = DTYPES[a.precision]
+    channels_last = False
+    if a.variant == "reference-fast":
+        channels_last = True
+        if dev.type == "cuda":
+            dtype = torch.float16
+        elif dev.type == "cpu":
+            dtype = torch.bfloat16 if cpu_has_bf16() else torch.float32
+    model = model.to(dev, dtype)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    x = load_dict(a.input)["input"].to(dev, dtype)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    sync = (lambda: torch.cuda.synchronize()) if dev.type == "cuda" else (lambda: None)
+
+    rss_before = rss_mib()
+    times = []
+    alpha = fg = None
+    for i in range(a.warmup + a.frames):
+        alpha, fg, t = timed_forward(model, x, sync)
+        if i >= a.warmup:
+            times.append(t)
+    med = [statistics.median(s) for s in zip(*times)]
+    if a.output:
+        torch.save({"alpha": alpha.float().cpu().contiguous(), "fg": fg.float().cpu().contiguous()},
+                   a.output)
+    print(json.dumps({
+        "variant": a.variant,
+        "precision": str(dtype).replace("torch.", ""),
+        "channels_last": channels_last,
+        "threads": torch.get_num_threads(),
+        "timm": gr.timm.__version__,
+        "torch": torch.__version__,
+        "encoder_ms": med[0], "decoders_ms": med[1], "refiner_ms": med[2], "median_ms": med[3],
+        "min_ms": min(t[3] for t in times), "max_ms": max(t[3] for t in times),
+        "peak_rss_mib": peak_rss_mib(), "rss_growth_mib": max(0.0, peak_rss_mib() - rss_before),
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
