@@ -30,6 +30,20 @@ torch::Tensor group_norm_apply_reference(const torch::Tensor& x, const torch::Te
                                          const std::optional<torch::Tensor>& residual,
                                          bool relu);
 
+/// Whole GroupNorm (statistics of x itself) fused with residual add and ReLU:
+///   y = act(GroupNorm(x) (+ residual)).
+/// CPU float32 / bfloat16 NCHW or channels-last: two passes (group_norm_cpu.h), written
+/// into x when `in_place`; elsewhere torch::group_norm + add + relu. Same result as those up
+/// to float summation order (<= 1e-5 in fp32, tests/model/test_kernels.cpp).
+torch::Tensor group_norm_fused(torch::Tensor x, int64_t groups, const torch::Tensor& gamma,
+                               const torch::Tensor& beta, double eps,
+                               const std::optional<torch::Tensor>& residual, bool relu,
+                               bool in_place);
+
+/// True when the CPU kernels (group_norm_cpu.h) passed their self-test in this process
+/// (run once, lazily, on small tensors of every layout and dtype against the references).
+bool cpu_kernels_enabled();
+
 /// True when this build has the CUDA kernels and their self-test passed on the current
 /// CUDA device (run once, lazily, isolated from the caller's tensors).
 bool cuda_kernels_enabled();

@@ -1,5 +1,7 @@
 #include "decoder_head.h"
 
+#include "functional.h"
+
 #include <torch/nn/functional/linear.h>
 #include <torch/nn/functional/upsampling.h>
 
@@ -13,8 +15,11 @@ FeatureProjectionImpl::FeatureProjectionImpl(int64_t in, int64_t out) {
 }
 
 torch::Tensor FeatureProjectionImpl::forward(const torch::Tensor& c) {
-  const auto n = c.size(0), h = c.size(2), w = c.size(3);
-  return proj->forward(c.flatten(2).transpose(1, 2)).permute({0, 2, 1}).reshape({n, -1, h, w});
+  // Linear over channels = per-pixel GEMM on the NHWC view. The encoder's features are
+  // NHWC in memory (reroll), so the permute is free and the result, permuted back, is a
+  // channels-last NCHW map: no transposing copies (the reference's flatten / transpose /
+  // reshape costs 12 copies of 32 MB, ~0.7 s of a 1024 bf16 frame on 2 cores).
+  return functional::linear(proj, c.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
 }
 
 DecoderHeadImpl::DecoderHeadImpl(const std::vector<int64_t>& ch, int64_t embed_dim,
@@ -67,11 +72,9 @@ torch::Tensor DecoderHeadImpl::forward_fused(const std::vector<torch::Tensor>& f
   torch::Tensor acc;
   for (int k = 3; k >= 0; --k) {
     const auto& c = f[k];
-    const auto n = c.size(0), h = c.size(2), w = c.size(3);
-    auto z = torch::nn::functional::linear(c.flatten(2).transpose(1, 2), folded_[k].first,
-                                           folded_[k].second)
-                 .transpose(1, 2)
-                 .reshape({n, E, h, w});
+    // NHWC GEMM, viewed back as a channels-last NCHW map (see FeatureProjectionImpl).
+    auto z = at::linear(c.permute({0, 2, 3, 1}), folded_[k].first, folded_[k].second)
+                 .permute({0, 3, 1, 2});
     if (k > 0)
       z = F::interpolate(z, F::InterpolateFuncOptions().size(size).mode(torch::kBilinear)
                                 .align_corners(false));

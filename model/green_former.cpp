@@ -37,6 +37,14 @@ GreenFormerImpl::GreenFormerImpl(const GreenFormerConfig& config) : config_(conf
                                                   config_.refiner_groups));
 }
 
+void GreenFormerImpl::to_channels_last() {
+  torch::NoGradGuard ng;
+  for (auto& p : parameters())
+    if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
+  alpha_decoder->invalidate_fused();
+  fg_decoder->invalidate_fused();
+}
+
 GreenFormerOutput GreenFormerImpl::forward(const torch::Tensor& x, const ForwardOptions& opt) {
   const auto S = config_.img_size;
   CK_CHECK(x.dim() == 4 && x.size(1) == config_.encoder.in_chans && x.size(2) == S &&
@@ -47,7 +55,8 @@ GreenFormerOutput GreenFormerImpl::forward(const torch::Tensor& x, const Forward
     if (opt.on_stage) opt.on_stage(s);
   };
   GreenFormerOutput out;
-  auto features = encoder->forward(x, opt.encoder_block_hook);
+  const auto layout = opt.channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  auto features = encoder->forward(x.contiguous(layout), opt.encoder_block_hook);
   stage("encoder");
   auto alpha_logits = alpha_decoder->forward(features);
   auto fg_logits = fg_decoder->forward(features);
@@ -69,7 +78,7 @@ GreenFormerOutput GreenFormerImpl::forward(const torch::Tensor& x, const Forward
   alpha_logits = fg_logits = torch::Tensor();
   auto alpha_coarse = torch::sigmoid(alpha_up);
   auto fg_coarse = torch::sigmoid(fg_up);
-  auto refiner_in = torch::cat({x.slice(1, 0, 3), alpha_coarse, fg_coarse}, 1);
+  auto refiner_in = torch::cat({x.slice(1, 0, 3), alpha_coarse, fg_coarse}, 1).contiguous(layout);
   if (opt.keep_intermediates) {
     out.alpha_coarse = alpha_coarse;
     out.fg_coarse = fg_coarse;

@@ -38,6 +38,9 @@ struct ForwardOptions {
   std::function<void(const char* stage_done)> on_stage;
   /// Replaces encoder blocks' forward (token routing); see BlockHook.
   BlockHook encoder_block_hook;
+  /// Feed the convolutions channels-last tensors (call to_channels_last() on the model
+  /// first, so the weights match).
+  bool channels_last = false;
 };
 
 class GreenFormerImpl : public torch::nn::Module {
@@ -47,6 +50,9 @@ class GreenFormerImpl : public torch::nn::Module {
 
   const GreenFormerConfig& config() const { return config_; }
   void set_flash_attention(bool on) { encoder->model->set_flash_attention(on); }
+  /// Every convolution weight to channels-last memory (same values; oneDNN / cuDNN pick
+  /// their NHWC kernels when input and weight are channels-last).
+  void to_channels_last();
   void set_fused_decoders(bool on) {
     alpha_decoder->fused = on;
     fg_decoder->fused = on;

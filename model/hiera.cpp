@@ -17,9 +17,9 @@ MaskUnitAttentionImpl::MaskUnitAttentionImpl(const BlockSpec& spec) : spec_(spec
 torch::Tensor MaskUnitAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& attn_mask) {
   const int64_t N = x.size(1);
   const int64_t nw = spec_.mask_unit_attn ? N / (spec_.q_stride * spec_.window_size) : 1;
-  auto o = functional::mask_unit_attention(qkv->forward(x), spec_.heads, nw, spec_.q_stride,
-                                           flash_4d && nw == 1, attn_mask);
-  return proj->forward(o);
+  auto o = functional::mask_unit_attention(functional::linear(qkv, x), spec_.heads, nw,
+                                           spec_.q_stride, flash_4d && nw == 1, attn_mask);
+  return functional::linear(proj, o);
 }
 
 MlpImpl::MlpImpl(int64_t dim, int64_t hidden) {
@@ -28,7 +28,9 @@ MlpImpl::MlpImpl(int64_t dim, int64_t hidden) {
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return fc2->forward(F::gelu(fc1->forward(x)));  // exact erf GELU, as timm's nn.GELU
+  // Exact erf GELU, as timm's nn.GELU; in place on fc1's output (no extra allocation).
+  auto h = functional::linear(fc1, x);
+  return functional::linear(fc2, at::gelu_(h));
 }
 
 HieraBlockImpl::HieraBlockImpl(const BlockSpec& s) {
@@ -44,7 +46,7 @@ torch::Tensor HieraBlockImpl::forward(torch::Tensor x, const torch::Tensor& attn
   auto xn = norm1->forward(x);
   if (proj) {
     // Expanding block: the residual is the max-pool (in unrolled order) of proj(LN1 x).
-    x = proj->forward(xn);
+    x = functional::linear(proj, xn);
     x = x.view({x.size(0), spec().q_stride, -1, x.size(-1)}).amax(1);
   }
   x = x + attn->forward(xn, attn_mask);

@@ -1,5 +1,7 @@
 #include "refiner.h"
 
+#include "group_norm_apply.h"
+
 #include <torch/nn/modules/activation.h>
 
 #include <string>
@@ -39,6 +41,27 @@ torch::Tensor CNNRefinerImpl::forward(const torch::Tensor& rgb, const torch::Ten
 torch::Tensor CNNRefinerImpl::forward_input(const torch::Tensor& x) {
   auto f = stem->forward(x);
   for (auto& r : res) f = r->forward(f);
+  return final->forward(f) * kOutputScale;
+}
+
+}  // namespace corridorkey::model
+
+namespace corridorkey::model {
+namespace {
+torch::Tensor norm(const torch::nn::GroupNorm& gn, torch::Tensor x,
+                   const std::optional<torch::Tensor>& residual, bool relu) {
+  return kernels::group_norm_fused(std::move(x), gn->options.num_groups(), gn->weight, gn->bias,
+                                   gn->options.eps(), residual, relu, /*in_place=*/true);
+}
+}  // namespace
+
+torch::Tensor CNNRefinerImpl::forward_fused(const torch::Tensor& x) {
+  auto f = norm(torch::nn::GroupNorm(stem->ptr<torch::nn::GroupNormImpl>(1)),
+                stem->ptr<torch::nn::Conv2dImpl>(0)->forward(x), std::nullopt, true);
+  for (auto& r : res) {
+    auto h = norm(r->gn1, r->conv1->forward(f), std::nullopt, true);
+    f = norm(r->gn2, r->conv2->forward(h), f, true);
+  }
   return final->forward(f) * kOutputScale;
 }
 

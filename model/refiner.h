@@ -28,6 +28,11 @@ class CNNRefinerImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& rgb, const torch::Tensor& coarse);
   /// Same network on an already concatenated 7-channel input.
   torch::Tensor forward_input(const torch::Tensor& x);
+  /// The same network with every GroupNorm fused with its residual add and ReLU
+  /// (kernels::group_norm_fused: two passes per norm instead of five, in place), in the
+  /// input's memory format (channels-last when given channels-last). fp32 results move by
+  /// summation order only (<= 1e-5, tests/model/test_engine.cpp).
+  torch::Tensor forward_fused(const torch::Tensor& x);
 
   torch::nn::Sequential stem{nullptr};  // 0 conv3x3, 1 GroupNorm, 2 ReLU
   std::array<RefinerBlock, 4> res{nullptr, nullptr, nullptr, nullptr};  // res1..res4

@@ -40,10 +40,11 @@ LtrmImpl::LtrmImpl(int64_t dim) {
 }
 
 torch::Tensor LtrmImpl::forward(const torch::Tensor& x, int64_t grid, int64_t levels) {
-  auto h = F::gelu(fc1->forward(norm->forward(x)));
+  auto h = functional::linear(fc1, norm->forward(x));
+  at::gelu_(h);
   auto sp = functional::reroll(h, grid, grid, levels, 2, 2).permute({0, 3, 1, 2});  // [B,2C,g,g]
   sp = F::gelu(dwconv->forward(sp)).permute({0, 2, 3, 1}).reshape({x.size(0), grid * grid, -1});
-  h = fc2->forward(functional::unroll(sp, grid, grid, levels, 2, 2));
+  h = functional::linear(fc2, functional::unroll(sp, grid, grid, levels, 2, 2));
   return x + h * eca->forward(h);
 }
 

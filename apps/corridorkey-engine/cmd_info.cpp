@@ -23,6 +23,11 @@ void add_info(CLI::App& app, int& exit_code) {
                        {"cuda_runtime", s.cuda_runtime},
                        {"mps", s.mps},
                        {"cpu_threads", s.cpu_threads},
+                       {"cpu", {{"avx2", s.cpu.avx2}, {"avx512", s.cpu.avx512},
+                                {"avx512_bf16", s.cpu.avx512_bf16}, {"amx", s.cpu.amx},
+                                {"onednn", s.cpu.onednn}}},
+                       {"auto_precision", {{"cpu", s.auto_precision_cpu},
+                                           {"cuda", s.auto_precision_cuda}}},
                        {"cuda_devices", nlohmann::json::array()}};
       for (const auto& d : s.cuda)
         j["cuda_devices"].push_back({{"index", d.index}, {"name", d.name},
@@ -42,6 +47,13 @@ void add_info(CLI::App& app, int& exit_code) {
                     d.compute_minor);
       std::printf("MPS               %s\n", s.mps ? "available" : "not available");
       std::printf("CPU threads       %d\n", s.cpu_threads);
+      std::printf("CPU features      avx2 %s, avx512 %s, avx512_bf16 %s, amx %s\n",
+                  s.cpu.avx2 ? "yes" : "no", s.cpu.avx512 ? "yes" : "no",
+                  s.cpu.avx512_bf16 ? "yes" : "no", s.cpu.amx ? "yes" : "no");
+      std::printf("oneDNN            %s\n", s.cpu.onednn ? "available (convolutions and bf16 "
+                  "GEMMs run through it; `bench --ops` shows aten::mkldnn_convolution)" : "not built in");
+      std::printf("precision auto    cpu: %s, cuda: %s\n", s.auto_precision_cpu.c_str(),
+                  s.auto_precision_cuda.c_str());
     }
     exit_code = kOk;
   });

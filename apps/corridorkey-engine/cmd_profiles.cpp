@@ -2,6 +2,7 @@
 #include "option_args.h"
 
 #include <corridorkey/profile.h>
+#include <corridorkey/system.h>
 
 #include <cstdio>
 #include <iostream>
@@ -25,7 +26,12 @@ void add_profiles(CLI::App& app, int& exit_code) {
   auto args = add_engine_flags(show, "original", /*run_fields=*/false);
   show->callback([name, args, &exit_code] {
     args->profile = *name;
-    std::cout << to_yaml(args->engine());
+    const auto o = args->engine();
+    std::cout << to_yaml(o);
+    if (o.model_precision == Precision::Auto)
+      std::cout << "# model_precision auto resolves on this machine to: cpu "
+                << to_string(resolve_precision(Precision::Auto, "cpu")) << ", cuda/mps "
+                << to_string(resolve_precision(Precision::Auto, "cuda")) << "\n";
     exit_code = kOk;
   });
 }

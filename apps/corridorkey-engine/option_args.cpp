@@ -40,9 +40,13 @@ void add_field(CLI::App* cmd, const OptionInfo& f, std::vector<OptionArgs::Set>&
     opts.push_back(cmd->add_flag_callback(off, [set, off] { set(off, "false", false); },
                                           "turn " + on.substr(2) + " off"));
   } else {
-    std::string names = flag_of(key);
-    for (const auto& a : f.aliases) names += "," + a;
-    const auto flag = flag_of(key);
+    // A shortcut may own the field's own flag name (--tiled-refiner = tiled_refiner true);
+    // the value then goes through the aliases (--refiner-tiling auto).
+    bool flag_taken = false;
+    for (const auto& sc : f.shortcuts) flag_taken |= sc.first == flag_of(key);
+    std::string names = flag_taken ? "" : flag_of(key);
+    for (const auto& a : f.aliases) names += (names.empty() ? "" : ",") + a;
+    const auto flag = flag_taken && !f.aliases.empty() ? f.aliases.front() : flag_of(key);
     opts.push_back(cmd->add_option_function<std::string>(
                            names, [set, flag](const std::string& v) { set(flag, v, true); },
                            f.help + " (" + f.allowed + ") [default: " +

@@ -62,7 +62,7 @@ TEST_CASE("flash attention: fp32 alpha/fg within 1e-5 of the 5-D path", "[model]
 TEST_CASE("tiled refiner: fp32 alpha/fg within 1e-4 of the untiled refiner", "[model]") {
   auto base = tiny("original");
   auto tiled = base;
-  tiled.tiled_refiner = true;
+  tiled.tiled_refiner = RefinerTiling::On;
   tiled.tile_size = 64;  // 16 tiles at 256
   const auto d = drift(base, tiled, 256);
   INFO("alpha " << d.alpha << " fg " << d.fg);

@@ -2,11 +2,13 @@
 // checks the reference itself against torch's GroupNorm; the [cuda] half compares the
 // CUDA kernel with the reference and is skipped (visibly) without a GPU.
 #include "group_norm_apply.h"
+#include "group_norm_cpu.h"
 #include "support/support.h"
 
 #include <catch2/catch.hpp>
 #include <torch/cuda.h>
 
+#include <cmath>
 #include <iostream>
 
 namespace K = corridorkey::kernels;
@@ -59,4 +61,50 @@ TEST_CASE("group_norm_apply CUDA kernel matches the reference", "[cuda]") {
     INFO("dtype " << c.dtype);
     CHECK(ck_test::max_abs_diff(got, want) <= c.tol);
   }
+}
+
+TEST_CASE("CPU GroupNorm kernels match torch (layouts, dtypes, residual, ReLU, in place)", "[unit]") {
+  REQUIRE(K::cpu_kernels_enabled());  // the start-up self-test passed on this CPU
+  for (auto dt : {torch::kFloat, torch::kBFloat16})
+    for (bool cl : {false, true})
+      for (bool res : {false, true}) {
+        INFO("dtype " << dt << " channels_last " << cl << " residual " << res);
+        // Channel means large against the spread: the statistics must not cancel.
+        auto x = (torch::randn({2, 64, 37, 53}) * 0.05 + torch::linspace(-4, 4, 64).view({1, 64, 1, 1})).to(dt);
+        auto r = torch::randn({2, 64, 37, 53}).to(dt);
+        if (cl) {
+          x = x.contiguous(at::MemoryFormat::ChannelsLast);
+          r = r.contiguous(at::MemoryFormat::ChannelsLast);
+        }
+        auto g = torch::rand({64}) + 0.5, b = torch::randn({64});
+        // float64 truth (torch's own float32 channels-last GroupNorm is off by ~5e-4 when a
+        // group's mean is large against its spread).
+        auto want = torch::group_norm(x.to(torch::kDouble).contiguous(), 8, g.to(torch::kDouble),
+                                      b.to(torch::kDouble), 1e-5);
+        if (res) want = want + r.to(torch::kDouble);
+        want = torch::relu(want);
+        // Statistics alone: mean and variance per (sample, group).
+        const auto m = K::group_moments(x, 8);
+        const auto v = x.to(torch::kFloat).reshape({2, 8, -1});
+        CHECK(ck_test::max_abs_diff(m.mean, v.mean(-1)) < 1e-5);
+        CHECK(ck_test::max_abs_diff(m.m2 / m.count, v.var(-1, /*unbiased=*/false)) < 1e-4);
+        auto copy = x.clone();
+        auto got = K::group_norm_fused(copy, 8, g, b, 1e-5,
+                                       res ? std::optional<torch::Tensor>(r) : std::nullopt, true,
+                                       /*in_place=*/true);
+        CHECK(got.data_ptr() == copy.data_ptr());  // written in place, layout kept
+        CHECK(got.is_contiguous(cl ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous));
+        const double tol = dt == torch::kFloat ? 1e-5 : 4e-2;
+        CHECK(ck_test::max_abs_diff(got, want) <= tol);
+      }
+}
+
+TEST_CASE("CPU GroupNorm ReLU lets NaN through like torch::relu", "[unit]") {
+  auto x = torch::randn({1, 8, 4, 4});
+  auto mean = torch::zeros({1, 8}), rstd = torch::ones({1, 8});
+  auto g = torch::ones({8}), b = torch::zeros({8});
+  x[0][3][1][1] = std::nanf("");
+  auto y = K::group_norm_apply(x, mean, rstd, g, b, 8, std::nullopt, true);
+  CHECK(std::isnan(y[0][3][1][1].item<float>()));
+  CHECK((y.nan_to_num(0) >= 0).all().item<bool>());
 }

@@ -17,20 +17,24 @@ using Catch::Matchers::Contains;
 TEST_CASE("bundled profiles load with the seed's table", "[unit]") {
   const auto o = load_profile("original");
   CHECK_FALSE(o.flash_attention);
-  CHECK_FALSE(o.tiled_refiner);
+  CHECK(o.tiled_refiner == RefinerTiling::Off);
+  CHECK_FALSE(o.channels_last);
+  CHECK_FALSE(o.fused_refiner);
   CHECK(o.model_precision == Precision::Float32);
   const auto opt = load_profile("optimized");
   CHECK(opt.flash_attention);
-  CHECK(opt.tiled_refiner);
+  CHECK(opt.tiled_refiner == RefinerTiling::Auto);
+  CHECK(opt.channels_last);
+  CHECK(opt.fused_refiner);
   CHECK(opt.disable_cudnn_benchmark);
   CHECK(opt.cache_clearing);
-  CHECK(opt.model_precision == Precision::Float16);
+  CHECK(opt.model_precision == Precision::Auto);
   CHECK(opt.tile_size == 256);
   CHECK(o.engine == EngineKind::Original);
   CHECK(opt.engine == EngineKind::Optimized);
   const auto perf = load_profile("performance");
   CHECK(perf.compile_mode == CompileMode::MaxAutotune);
-  CHECK_FALSE(perf.tiled_refiner);
+  CHECK(perf.tiled_refiner == RefinerTiling::Off);
   CHECK(perf.dma_buffers == 6);
   const auto exp = load_profile("experimental");
   CHECK(exp.token_routing);
@@ -83,7 +87,7 @@ TEST_CASE("overrides win over the profile; profile files by path", "[unit]") {
   CHECK(o.tile_size == 256);
   CHECK_FALSE(o.flash_attention);
   CHECK(o.model_precision == Precision::BFloat16);
-  CHECK(o.tiled_refiner);  // untouched fields keep the profile's value
+  CHECK(o.tiled_refiner == RefinerTiling::Auto);  // untouched fields keep the profile's value
   CHECK_THROWS_WITH(set_profile_field(o, "warp_speed", "9", "--warp-speed"),
                     Contains("--warp-speed") && Contains("unknown key"));
 
@@ -91,7 +95,7 @@ TEST_CASE("overrides win over the profile; profile files by path", "[unit]") {
   const auto path = (dir / "mine.yaml").string();
   std::ofstream(path) << "# a user profile\ntiled_refiner: true\ntile_size: 384\n";
   const auto m = load_profile(path);
-  CHECK(m.tiled_refiner);
+  CHECK(m.tiled_refiner == RefinerTiling::On);
   CHECK(m.tile_size == 384);
   CHECK_FALSE(m.flash_attention);  // defaults for what the file does not set
   CHECK(m.profile == "mine");
@@ -110,7 +114,7 @@ TEST_CASE("tile_overlap from old profile files is accepted, ignored and warned a
   auto* old = std::cerr.rdbuf(err.rdbuf());
   apply_profile_yaml(o, "tiled_refiner: true\ntile_overlap: 128\n", "fork.yaml");
   std::cerr.rdbuf(old);
-  CHECK(o.tiled_refiner);
+  CHECK(o.tiled_refiner == RefinerTiling::On);
   CHECK_THAT(err.str(), Contains("fork.yaml:2") && Contains("tile_overlap") &&
                             Contains("deprecated"));
   for (const auto& [k, v] : profile_fields(o)) CHECK(k != "tile_overlap");

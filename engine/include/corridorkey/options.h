@@ -17,12 +17,18 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-enum class Precision { Float32, Float16, BFloat16 };
+/// Auto: float16 on CUDA and MPS, bfloat16 on a CPU with AMX or AVX-512 BF16, float32 on
+/// other CPUs (resolve_precision in system.h; never float16 on a CPU by default).
+enum class Precision { Float32, Float16, BFloat16, Auto };
+/// Refiner tiling: Off (whole image), On (always tiled), Auto (tiled only when the whole
+/// image does not fit refiner_memory_budget_mb).
+enum class RefinerTiling { Off, On, Auto };
 enum class CompileMode { None, Default, ReduceOverhead, MaxAutotune };
 /// Which engine class create_engine() builds (profile field `engine`).
 enum class EngineKind { Original, Optimized };
 
-CORRIDORKEY_API const char* to_string(Precision p);    // "float32" | "float16" | "bfloat16"
+CORRIDORKEY_API const char* to_string(Precision p);    // "float32" | ... | "auto"
+CORRIDORKEY_API const char* to_string(RefinerTiling t);  // "false" | "true" | "auto"
 CORRIDORKEY_API const char* to_string(CompileMode m);  // "none" | "default" | ...
 CORRIDORKEY_API const char* to_string(EngineKind k);   // "original" | "optimized"
 
@@ -39,7 +45,17 @@ struct EngineOptions {
   /// fp32 effect <= 1e-5 on alpha/fg.
   bool fused_decoder = false;
   /// Exact tiled refiner: image-global GroupNorm statistics, tile-sized working memory.
-  bool tiled_refiner = false;
+  /// Auto tiles only when the whole-image refiner would not fit refiner_memory_budget_mb.
+  RefinerTiling tiled_refiner = RefinerTiling::Off;
+  /// Memory the whole-image refiner may use, in MiB; 0 = auto: half of the memory free on
+  /// the device when the engine is built (CUDA: free device memory; CPU: MemAvailable).
+  int64_t refiner_memory_budget_mb = 0;
+  /// Refiner GroupNorms fused with their residual add and ReLU (two passes over the map
+  /// instead of five; fp32 effect <= 1e-5).
+  bool fused_refiner = false;
+  /// Convolutions (patch embedding, decoders, refiner) on channels-last (NHWC) tensors,
+  /// the layout oneDNN / cuDNN run fastest (fp32 effect <= 1e-5).
+  bool channels_last = false;
   /// Tile side in pixels (multiple of 8). The exact tiler reads the halo each layer needs
   /// (<= 16 px) and blends nothing, so there is no overlap to set (old profiles' tile_overlap
   /// is accepted with a deprecation warning and ignored).
@@ -68,6 +84,8 @@ struct EngineOptions {
   uint64_t random_weights_seed = 0;
   int64_t img_size = 0;         // model resolution S; 0 = the checkpoint's own
   std::string device = "auto";  // auto | cpu | cuda | cuda:N | mps
+  /// LibTorch intra-op threads (process-global; 0 = LibTorch's default, one per core).
+  int threads = 0;
   /// compile_mode default / max-autotune: an AOTInductor package (.pt2) compiled for this
   /// checkpoint and img_size; empty -> CUDA graphs on CUDA, eager elsewhere (logged).
   std::string aoti_package;
@@ -107,6 +125,9 @@ struct InferenceOptions {
   ColorSpace color = ColorSpace::Srgb;
   int read_workers = 2;
   int write_workers = 2;
+  /// Nice level of reader and writer threads (0..19): on a CPU node they yield the cores
+  /// to inference, which is what bounds throughput.
+  int io_nice = 10;
   /// Polled between frames; set from a signal handler to stop cleanly (frames in flight
   /// are finished and written, nothing partial is left).
   const std::atomic<bool>* cancel = nullptr;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <corridorkey/export.h>
+#include <corridorkey/options.h>
 #include <corridorkey/version.h>
 
 #include <cstdint>
@@ -23,6 +24,13 @@ struct DeviceAvailability {
   bool mps = false;
 };
 
+/// What the CPU offers LibTorch's kernels (as ATen detects it).
+struct CpuFeatures {
+  bool avx2 = false, avx512 = false, avx512_bf16 = false, amx = false;
+  /// The oneDNN (mkldnn) library LibTorch uses for convolutions and bf16 GEMMs.
+  bool onednn = false;
+};
+
 struct SystemInfo {
   std::string engine_version;
   std::string torch_version;
@@ -31,7 +39,17 @@ struct SystemInfo {
   std::vector<CudaDeviceInfo> cuda;
   bool mps = false;
   int cpu_threads = 0;            // intra-op threads LibTorch will use
+  CpuFeatures cpu;
+  /// What model_precision auto resolves to on each device of this machine.
+  std::string auto_precision_cpu, auto_precision_cuda;
 };
+
+CORRIDORKEY_API CpuFeatures cpu_features();
+
+/// model_precision `auto` on a device ("cpu", "cuda:0", "mps"): Float16 on CUDA and MPS
+/// (as the reference), BFloat16 on a CPU with AMX or AVX-512 BF16, else Float32. Other
+/// precisions are returned unchanged.
+CORRIDORKEY_API Precision resolve_precision(Precision requested, const std::string& device);
 
 /// Probes LibTorch for the devices present. Never throws for missing drivers.
 CORRIDORKEY_API DeviceAvailability probe_devices();

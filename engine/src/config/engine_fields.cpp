@@ -21,8 +21,23 @@ std::vector<Field<O>> rows() {
                             "4-D SDPA (flash / memory-efficient) in global attention"));
   r.push_back(switch_row<O>("fused_decoder", P, &O::fused_decoder,
                             "decoders without the 1024-channel concat (linear_fuse folded)"));
-  r.push_back(switch_row<O>("tiled_refiner", P, &O::tiled_refiner,
-                            "exact tiled refiner with image-global GroupNorm statistics"));
+  r.push_back(with_aliases(with_shortcuts(
+      choice_row<O, RefinerTiling>(
+          "tiled_refiner", P, &O::tiled_refiner,
+          {{"false", RefinerTiling::Off}, {"true", RefinerTiling::On}, {"auto", RefinerTiling::Auto},
+           {"off", RefinerTiling::Off}, {"on", RefinerTiling::On}, {"no", RefinerTiling::Off},
+           {"yes", RefinerTiling::On}},
+          "exact tiled refiner (image-global GroupNorm statistics): true, false, or auto = "
+          "tiled only when the whole image exceeds refiner_memory_budget_mb"),
+      {{"--tiled-refiner", "true"}, {"--no-tiled-refiner", "false"}}), {"--refiner-tiling"}));
+  r.push_back(int_row<O, int64_t>("refiner_memory_budget_mb", P, &O::refiner_memory_budget_mb, 0,
+                                  1 << 30,
+                                  "MiB the whole-image refiner may use (0 = half the free memory)",
+                                  "0 (auto) or a size in MiB"));
+  r.push_back(switch_row<O>("fused_refiner", P, &O::fused_refiner,
+                            "refiner GroupNorm fused with residual add and ReLU (2 passes, not 5)"));
+  r.push_back(switch_row<O>("channels_last", P, &O::channels_last,
+                            "convolutions on channels-last (NHWC) tensors"));
   r.push_back(int_row<O, int64_t>("tile_size", P, &O::tile_size, 64, 1 << 16,
                                   "refiner tile side in pixels", "a multiple of 8 >= 64, e.g. 512",
                                   [](long long x) { return x % 8 == 0; }));
@@ -41,10 +56,13 @@ std::vector<Field<O>> rows() {
   r.push_back(with_aliases(
       choice_row<O, Precision>("model_precision", P, &O::model_precision,
                                {{"float32", Precision::Float32}, {"float16", Precision::Float16},
-                                {"bfloat16", Precision::BFloat16}, {"fp32", Precision::Float32},
+                                {"bfloat16", Precision::BFloat16}, {"auto", Precision::Auto},
+                                {"fp32", Precision::Float32},
                                 {"fp16", Precision::Float16}, {"half", Precision::Float16},
                                 {"bf16", Precision::BFloat16}},
-                               "weights and activations: float32 | float16 | bfloat16"),
+                               "weights and activations: float32 | float16 | bfloat16 | auto "
+                               "(CUDA/MPS float16; CPU bfloat16 with AMX or AVX-512 BF16, else "
+                               "float32)"),
       {"--precision"}));
   r.push_back(switch_row<O>("mixed_precision", P, &O::mixed_precision,
                             "autocast: fp32 weights, half-precision matmuls/convs"));
@@ -69,6 +87,9 @@ std::vector<Field<O>> rows() {
                           "a file path"));
   r.push_back(text_row<O>("device", R, &O::device, "auto | cpu | cuda | cuda:N | mps",
                           "one of auto, cpu, cuda, cuda:N, mps", valid_device_request));
+  r.push_back(int_row<O, int>("threads", R, &O::threads, 0, 1024,
+                              "LibTorch intra-op threads (0 = one per core; process-global)",
+                              "0 (all cores) or a thread count"));
   r.push_back(int_row<O, int64_t>("img_size", R, &O::img_size, 0, 16384,
                                   "model resolution, a multiple of 32 (0 = the checkpoint's)",
                                   "0 or a multiple of 32 in 32..16384",

@@ -32,8 +32,11 @@ Field<O> outputs_row() {
   f.format = [](const O& o) {
     std::string s;
     for (auto [on, name] : {std::pair{o.fg, "fg"}, {o.matte, "matte"}, {o.comp, "comp"},
-                            {o.processed, "processed"}})
-      if (on) s += (s.empty() ? "" : ",") + std::string(name);
+                            {o.processed, "processed"}}) {
+      if (!on) continue;
+      if (!s.empty()) s.push_back(',');
+      s.append(name);
+    }
     return s;
   };
   return f;
@@ -75,6 +78,8 @@ std::vector<Field<O>> rows() {
                               "decode + pre-process threads"));
   r.push_back(int_row<O, int>("write_workers", I, &O::write_workers, 1, 64,
                               "post-process + encode threads"));
+  r.push_back(int_row<O, int>("io_nice", I, &O::io_nice, 0, 19,
+                              "nice level of reader/writer threads, so inference keeps the cores"));
   r.push_back(text_row<O>("output_root", I, &O::output_root,
                           "write <output_root>/<clip>/ instead of <clip>/Output/", "a folder"));
   return r;

@@ -31,6 +31,16 @@ const char* to_string(Precision p) {
     case Precision::Float32: return "float32";
     case Precision::Float16: return "float16";
     case Precision::BFloat16: return "bfloat16";
+    case Precision::Auto: return "auto";
+  }
+  return "?";
+}
+
+const char* to_string(RefinerTiling t) {
+  switch (t) {
+    case RefinerTiling::Off: return "false";
+    case RefinerTiling::On: return "true";
+    case RefinerTiling::Auto: return "auto";
   }
   return "?";
 }

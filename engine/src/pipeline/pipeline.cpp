@@ -18,6 +18,9 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 CORRIDORKEY_NAMESPACE_BEGIN
 
 const char* to_string(PipelineEvent::Kind k) {
@@ -128,7 +131,14 @@ class Pipeline {
     return tasks_[next_task_++];
   }
 
+  /// Readers and writers run at a lower priority: on a CPU node inference bounds the
+  /// throughput, and I/O that competes with it for the cores only slows the frame down.
+  void lower_priority() const {
+    if (job_.io_nice > 0) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), job_.io_nice);
+  }
+
   void read_loop(const FrameReader& reader) {
+    lower_priority();
     while (auto task = next_task()) {
       if (task->index >= 0) {
         if (!read_q_.push(reader.read_frame(task->clip, task->index))) break;
@@ -190,6 +200,7 @@ class Pipeline {
   }
 
   void write_loop() {
+    lower_priority();
     while (auto item = write_q_.pop()) {
       auto& w = *item;
       const auto& p = plan_.clips[w.meta.clip];

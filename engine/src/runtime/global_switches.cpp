@@ -1,6 +1,7 @@
 #include "runtime/global_switches.h"
 
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 
 #include <iostream>
 #include <mutex>
@@ -18,6 +19,8 @@ void apply_global_switches(const EngineOptions& o, bool uses_cuda, std::string& 
   static bool applied = false;
   static bool bench = false, tf32 = false;
   std::lock_guard<std::mutex> lock(m);
+  // Intra-op threads: the engine asked for a count (0 keeps LibTorch's one per core).
+  if (o.threads > 0 && at::get_num_threads() != o.threads) at::set_num_threads(o.threads);
   if (!applied) {
     bench = !o.disable_cudnn_benchmark;
     tf32 = o.tf32;

@@ -4,6 +4,8 @@
 #include <c10/core/impl/alloc_cpu.h>
 #ifdef CK_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #endif
 #include <ATen/detail/MPSHooksInterface.h>
 
@@ -143,6 +145,29 @@ uint64_t interval_peak(const torch::Device& device, uint64_t base) {
 #endif
   peak = g_interval.exchange(g_live.load());
   return peak > base ? peak - base : 0;
+}
+
+uint64_t free_memory_bytes(const torch::Device& device) {
+#ifdef CK_WITH_CUDA
+  if (device.is_cuda()) {
+    size_t free = 0, total = 0;
+    c10::cuda::CUDAGuard guard(device.index() < 0 ? 0 : device.index());
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+    // Blocks LibTorch caches but no tensor uses are free for this process too.
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    const auto cached = stats.reserved_bytes[0].current - stats.allocated_bytes[0].current;
+    return static_cast<uint64_t>(free) + static_cast<uint64_t>(std::max<int64_t>(cached, 0));
+  }
+#endif
+  if (device.is_cpu()) {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    uint64_t kib = 0;
+    std::string unit;
+    while (f >> key >> kib >> unit)
+      if (key == "MemAvailable:") return kib << 10;
+  }
+  return 0;
 }
 
 void empty_device_cache(const torch::Device& device) {

@@ -30,6 +30,10 @@ uint64_t interval_peak(const torch::Device& device, uint64_t base);
 /// Bytes currently allocated on `device` (LibTorch allocators).
 uint64_t live_bytes(const torch::Device& device);
 
+/// Memory free for new allocations on `device` now: CUDA free device memory, CPU
+/// MemAvailable from /proc/meminfo (0 when unknown: callers then take the safe path).
+uint64_t free_memory_bytes(const torch::Device& device);
+
 /// Releases cached allocator blocks on `device` (CUDA caching allocator, MPS heap).
 void empty_device_cache(const torch::Device& device);
 

@@ -1,6 +1,7 @@
 #include "runtime/model_runner.h"
 
 #include <corridorkey/errors.h>
+#include <corridorkey/system.h>
 
 #include "runtime/memory.h"
 #include "timing.h"
@@ -82,14 +83,17 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
   // Precision: mixed keeps fp32 weights and autocasts matmuls/convs to the half type the
   // profile names (fp16 by default on CUDA, bf16 on CPU); otherwise weights and
   // activations are cast to model_precision.
+  const Precision prec = resolve_precision(o.model_precision, device.str());
+  if (o.model_precision == Precision::Auto)
+    note(notes, std::string("model_precision auto -> ") + to_string(prec) + " on " + device.str());
   if (o.mixed_precision) {
     autocast_ = true;
-    autocast_dtype_ = o.model_precision != Precision::Float32 ? to_dtype(o.model_precision)
-                      : device.is_cuda()                      ? torch::kHalf
-                                                              : torch::kBFloat16;
+    autocast_dtype_ = prec != Precision::Float32 ? to_dtype(prec)
+                      : device.is_cuda()         ? torch::kHalf
+                                                 : torch::kBFloat16;
     weight_dtype_ = torch::kFloat;
   } else {
-    weight_dtype_ = to_dtype(o.model_precision);
+    weight_dtype_ = to_dtype(prec);
   }
   if (weight_dtype_ == torch::kHalf && device.is_cpu())
     note(notes, "model_precision float16 on CPU runs, but slowly (no native fp16 kernels on "
@@ -102,6 +106,8 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
   }
   net_->set_flash_attention(o.flash_attention);
   net_->set_fused_decoders(o.fused_decoder);
+  if (o.channels_last) net_->to_channels_last();
+  choose_refiner(notes);
 
   // Compile modes.
   const bool cuda = device.is_cuda();
@@ -144,6 +150,30 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
 
 ModelRunner::~ModelRunner() = default;
 
+void ModelRunner::choose_refiner(std::string& notes) {
+  const int64_t S = net_->config().img_size, C = net_->config().refiner_channels;
+  const int64_t elem = torch::elementSize(autocast_ ? autocast_dtype_ : weight_dtype_);
+  // Whole-image working set: the 7-channel input plus the C-channel maps alive at once
+  // (3 with the fused GroupNorms: block input, its two conv outputs; 5 for the eager
+  // sequence, whose GroupNorm, add and ReLU each allocate).
+  const int64_t maps = opt_.fused_refiner ? 3 : 5;
+  whole_image_bytes_ = static_cast<uint64_t>((maps * C + 7 + 4) * S * S * elem);
+  switch (opt_.tiled_refiner) {
+    case RefinerTiling::On: tiled_ = true; break;
+    case RefinerTiling::Off: tiled_ = false; break;
+    case RefinerTiling::Auto: {
+      const uint64_t budget = opt_.refiner_memory_budget_mb > 0
+                                  ? static_cast<uint64_t>(opt_.refiner_memory_budget_mb) << 20
+                                  : free_memory_bytes(device_) / 2;
+      tiled_ = whole_image_bytes_ > budget;
+      note(notes, "refiner: whole image needs " + std::to_string(whole_image_bytes_ >> 20) +
+                      " MiB, budget " + std::to_string(budget >> 20) + " MiB -> " +
+                      (tiled_ ? "tiled (" + std::to_string(opt_.tile_size) + " px tiles)" : "whole image"));
+      break;
+    }
+  }
+}
+
 std::string ModelRunner::precision() const {
   auto name = [](torch::ScalarType t) {
     return t == torch::kHalf ? "float16" : t == torch::kBFloat16 ? "bfloat16" : "float32";
@@ -169,11 +199,14 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
   model::ForwardOptions fo;
   fo.keep_intermediates = false;  // free features/logits as soon as consumed
   fo.refiner_scale = opt_.refiner_scale;
-  if (opt_.tiled_refiner) {
+  fo.channels_last = opt_.channels_last;
+  if (tiled_) {
     const int64_t tile = opt_.tile_size;
     fo.refiner_override = [this, tile](const torch::Tensor& in) {
       return model::tiled_refiner_forward(*net_->refiner, in, {tile});
     };
+  } else if (opt_.fused_refiner) {
+    fo.refiner_override = [this](const torch::Tensor& in) { return net_->refiner->forward_fused(in); };
   }
   const bool clear = opt_.cache_clearing && exec_ != Exec::CudaGraph;
   const uint64_t base = timed ? live_bytes(device_) : 0;

@@ -33,9 +33,12 @@ class ModelRunner {
   /// "float32" / "float16" / "bfloat16", or "mixed/<autocast dtype>".
   std::string precision() const;
   torch::ScalarType weight_dtype() const { return weight_dtype_; }
+  /// The refiner runs tile by tile (tiled_refiner on, or auto over budget).
+  bool refiner_tiled() const { return tiled_; }
 
  private:
   ModelRun eager(const torch::Tensor& x, bool timed);
+  void choose_refiner(std::string& notes);
   struct Graph;
 
   model::GreenFormer net_;
@@ -46,6 +49,8 @@ class ModelRunner {
   bool autocast_ = false;
   torch::ScalarType autocast_dtype_ = torch::kBFloat16;
   enum class Exec { Eager, CudaGraph, Aoti } exec_ = Exec::Eager;
+  bool tiled_ = false;
+  uint64_t whole_image_bytes_ = 0;
   std::unique_ptr<Graph> graph_;
   struct Aoti;
   std::unique_ptr<Aoti> aoti_;

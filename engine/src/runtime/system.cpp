@@ -6,12 +6,48 @@
 #include <torch/cuda.h>
 #include <torch/mps.h>
 #include <torch/version.h>
+
+#include <fstream>
+#include <sstream>
 #ifdef CK_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
 #endif
 
 CORRIDORKEY_NAMESPACE_BEGIN
+
+CpuFeatures cpu_features() {
+  // The kernel's view of the CPU (/proc/cpuinfo "flags"): what the OS enabled, which is
+  // what ATen's own dispatch checks too. Elsewhere (macOS) no x86 features are reported.
+  static const CpuFeatures f = [] {
+    CpuFeatures c;
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("flags", 0) != 0) continue;
+      std::istringstream words(line.substr(line.find(':') + 1));
+      for (std::string w; words >> w;) {
+        c.avx2 |= w == "avx2";
+        c.avx512 |= w == "avx512f";
+        c.avx512_bf16 |= w == "avx512_bf16";
+        c.amx |= w == "amx_bf16";
+      }
+      break;
+    }
+    c.onednn = at::hasMKLDNN();
+    return c;
+  }();
+  return f;
+}
+
+Precision resolve_precision(Precision p, const std::string& device) {
+  if (p != Precision::Auto) return p;
+  if (device.rfind("cuda", 0) == 0 || device == "mps") return Precision::Float16;
+  const auto f = cpu_features();
+  // bf16 pays on CPUs with native bf16 dot products; elsewhere it is emulated and slower
+  // than float32. float16 never by default on a CPU (no native fp16 kernels on most).
+  return f.amx || f.avx512_bf16 ? Precision::BFloat16 : Precision::Float32;
+}
 
 DeviceAvailability probe_devices() {
   DeviceAvailability a;
@@ -39,6 +75,9 @@ SystemInfo system_info() {
   const auto avail = probe_devices();
   s.mps = avail.mps;
   s.cpu_threads = at::get_num_threads();
+  s.cpu = cpu_features();
+  s.auto_precision_cpu = to_string(resolve_precision(Precision::Auto, "cpu"));
+  s.auto_precision_cuda = to_string(resolve_precision(Precision::Auto, "cuda"));
 #ifdef CK_WITH_CUDA
   for (int i = 0; i < avail.cuda_devices; ++i) {
     cudaDeviceProp p{};
