@@ -1,5 +1,7 @@
 #include "functional.h"
 
+#include "attention_cpu.h"
+
 #include <optional>
 
 namespace corridorkey::model::functional {
@@ -44,7 +46,8 @@ torch::Tensor unrolled_positions(int64_t height, int64_t width, int64_t levels, 
 }
 
 torch::Tensor mask_unit_attention(const torch::Tensor& qkv, int64_t heads, int64_t num_windows,
-                                  int64_t q_stride, bool four_d, const torch::Tensor& attn_mask) {
+                                  int64_t q_stride, bool four_d, const torch::Tensor& attn_mask,
+                                  bool native) {
   const auto mask = attn_mask.defined() ? std::optional<at::Tensor>(attn_mask) : std::nullopt;
   const int64_t B = qkv.size(0);
   const int64_t d = qkv.size(-1) / (3 * heads);
@@ -55,7 +58,11 @@ torch::Tensor mask_unit_attention(const torch::Tensor& qkv, int64_t heads, int64
     if (q_stride > 1) {
       q = q.view({B, heads, q_stride, -1, d}).amax(2);
     }
-    auto o = at::scaled_dot_product_attention(q.contiguous(), k, v, mask);
+    q = q.contiguous();
+    const bool use_native = native && !mask && kernels::native_attention_supported(q, k, v) &&
+                            kernels::native_attention_available();
+    auto o = use_native ? kernels::native_attention_bf16(q, k, v)
+                        : at::scaled_dot_product_attention(q, k, v, mask);
     return o.transpose(1, 2).reshape({B, -1, heads * d});  // [B, Nq, H*d]
   }
   // timm layout: token n = t * num_windows + w (window index fastest).

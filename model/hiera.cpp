@@ -18,7 +18,8 @@ torch::Tensor MaskUnitAttentionImpl::forward(const torch::Tensor& x, const torch
   const int64_t N = x.size(1);
   const int64_t nw = spec_.mask_unit_attn ? N / (spec_.q_stride * spec_.window_size) : 1;
   auto o = functional::mask_unit_attention(functional::linear(qkv, x), spec_.heads, nw,
-                                           spec_.q_stride, flash_4d && nw == 1, attn_mask);
+                                           spec_.q_stride, flash_4d && nw == 1, attn_mask,
+                                           native_attention);
   return functional::linear(proj, o);
 }
 
@@ -79,6 +80,10 @@ HieraImpl::HieraImpl(const HieraConfig& c, int64_t img_size)
 
 void HieraImpl::set_flash_attention(bool on) {
   for (auto& b : block_refs_) b->attn->flash_4d = on;
+}
+
+void HieraImpl::set_native_attention(bool on) {
+  for (auto& b : block_refs_) b->attn->native_attention = on;
 }
 
 std::vector<torch::Tensor> HieraImpl::forward(const torch::Tensor& input, const BlockHook& hook) {

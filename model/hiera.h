@@ -27,6 +27,8 @@ class MaskUnitAttentionImpl : public torch::nn::Module {
   /// Global blocks only: run SDPA on contiguous 4-D q/k/v (flash / memory-efficient
   /// kernels) instead of timm's 5-D layout (math kernel, T x T scores materialised).
   bool flash_4d = false;
+  /// With flash_4d: bf16 CPU attention through the native AVX-512 BF16 kernel.
+  bool native_attention = false;
 
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
 
@@ -79,6 +81,7 @@ class HieraImpl : public torch::nn::Module {
 
   /// Switch the 4-D SDPA layout on/off for every global-attention block.
   void set_flash_attention(bool on);
+  void set_native_attention(bool on);
   const HieraConfig& config() const { return cfg_; }
   int64_t grid() const { return grid_; }
 

@@ -3,13 +3,18 @@
 // CUDA kernel with the reference and is skipped (visibly) without a GPU.
 #include "group_norm_apply.h"
 #include "group_norm_cpu.h"
+#include "attention_cpu.h"
 #include "support/support.h"
 
 #include <catch2/catch.hpp>
 #include <torch/cuda.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <fstream>
 #include <iostream>
+#include <tuple>
 
 namespace K = corridorkey::kernels;
 
@@ -107,4 +112,62 @@ TEST_CASE("CPU GroupNorm ReLU lets NaN through like torch::relu", "[unit]") {
   auto y = K::group_norm_apply(x, mean, rstd, g, b, 8, std::nullopt, true);
   CHECK(std::isnan(y[0][3][1][1].item<float>()));
   CHECK((y.nan_to_num(0) >= 0).all().item<bool>());
+}
+
+// Not run by ctest ([.]): `ck_tests "[.kernel-bench]"` times the native attention kernel
+// against LibTorch's SDPA on the shapes of the global blocks.
+TEST_CASE("native attention speed against LibTorch's SDPA", "[.kernel-bench]") {
+  if (!K::native_attention_available()) return;
+  for (auto [h, n] : {std::pair<int64_t, int64_t>{8, 4096}, {16, 1024}, {8, 16384}}) {
+    auto q = torch::randn({1, h, n, 56}).to(torch::kBFloat16);
+    auto k = torch::randn({1, h, n, 56}).to(torch::kBFloat16);
+    auto v = torch::randn({1, h, n, 56}).to(torch::kBFloat16);
+    auto time = [&](auto&& f) {
+      f();
+      std::vector<double> t;
+      for (int i = 0; i < 3; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(t.begin(), t.end());
+      return t[1];
+    };
+    const double ours = time([&] { return K::native_attention_bf16(q, k, v); });
+    const double torch_ms = time([&] { return at::scaled_dot_product_attention(q, k, v); });
+    const double gflop = 4.0 * h * n * n * 56 / 1e9;
+    std::cout << "heads " << h << " tokens " << n << ": native " << ours << " ms ("
+              << gflop / ours * 1e3 << " GFLOP/s), LibTorch " << torch_ms << " ms\n";
+  }
+}
+
+TEST_CASE("native bf16 attention matches float32 SDPA as closely as LibTorch's bf16 kernel", "[unit]") {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string flags((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
+  if (flags.find("avx512_bf16") == std::string::npos) {
+    std::cout << "SKIPPED: no AVX-512 BF16 on this CPU; the kernel is not used\n";
+    CHECK_FALSE(K::native_attention_available());
+    return;
+  }
+  REQUIRE(K::native_attention_available());
+  // Global-block shapes (d = 56), a pooled query (Nq < Nk, block 21), odd tails, another d.
+  for (auto [h, nq, nk, d] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{8, 512, 512, 56},
+                              {16, 64, 256, 56}, {2, 333, 1000, 56}, {3, 17, 45, 64}, {1, 5, 7, 10}}) {
+    INFO("heads " << h << " nq " << nq << " nk " << nk << " d " << d);
+    auto q = (torch::randn({1, h, nq, d}) * 1.5).to(torch::kBFloat16);
+    auto k = (torch::randn({1, h, nk, d}) * 1.5).to(torch::kBFloat16);
+    auto v = torch::randn({1, h, nk, d}).to(torch::kBFloat16);
+    REQUIRE(K::native_attention_supported(q, k, v));
+    const auto truth = at::scaled_dot_product_attention(q.to(torch::kFloat), k.to(torch::kFloat),
+                                                        v.to(torch::kFloat));
+    const double ours = ck_test::max_abs_diff(K::native_attention_bf16(q, k, v), truth);
+    const double libtorch = ck_test::max_abs_diff(at::scaled_dot_product_attention(q, k, v), truth);
+    CHECK(ours <= 2 * libtorch + 2e-3);
+    CHECK(ours < 2e-2);
+  }
+  // What it does not take stays with LibTorch.
+  auto f32 = torch::randn({1, 2, 8, 56});
+  CHECK_FALSE(K::native_attention_supported(f32, f32, f32));
+  auto odd = torch::randn({1, 2, 8, 55}).to(torch::kBFloat16);
+  CHECK_FALSE(K::native_attention_supported(odd, odd, odd));
 }

@@ -40,6 +40,10 @@ struct EngineOptions {
   /// kernels) instead of the 5-D math path that materialises N x N scores. fp32 effect
   /// <= 1e-5 on alpha/fg (tests/test_engine.cpp).
   bool flash_attention = false;
+  /// With flash_attention, bf16 on a CPU with AVX-512 BF16: global attention through the
+  /// engine's own kernel (kernels/attention_cpu.h, self-tested at start-up) instead of
+  /// LibTorch's CPU flash kernel. Error of the order of bf16 rounding.
+  bool native_attention = false;
   /// Decoder heads without the 1024-channel concatenation (linear_fuse folded into the
   /// per-scale projections, 256 channels resized per scale): ~4x less decoder memory,
   /// fp32 effect <= 1e-5 on alpha/fg.

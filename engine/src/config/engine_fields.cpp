@@ -19,6 +19,8 @@ std::vector<Field<O>> rows() {
       "engine class: original (reference behaviour) or optimized (owns token routing)"));
   r.push_back(switch_row<O>("flash_attention", P, &O::flash_attention,
                             "4-D SDPA (flash / memory-efficient) in global attention"));
+  r.push_back(switch_row<O>("native_attention", P, &O::native_attention,
+                            "bf16 CPU global attention through the engine's AVX-512 BF16 kernel"));
   r.push_back(switch_row<O>("fused_decoder", P, &O::fused_decoder,
                             "decoders without the 1024-channel concat (linear_fuse folded)"));
   r.push_back(with_aliases(with_shortcuts(

@@ -105,6 +105,7 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
     router_->eval();
   }
   net_->set_flash_attention(o.flash_attention);
+  net_->set_native_attention(o.flash_attention && o.native_attention);
   net_->set_fused_decoders(o.fused_decoder);
   if (o.channels_last) net_->to_channels_last();
   choose_refiner(notes);
