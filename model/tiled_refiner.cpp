@@ -1,6 +1,7 @@
 #include "tiled_refiner.h"
 
 #include "group_norm_apply.h"
+#include "group_norm_cpu.h"
 
 #include <vector>
 
@@ -25,8 +26,12 @@ torch::Tensor region(const torch::Tensor& src, const Tile& t, int64_t h) {
   auto x = src.slice(2, ra, rb).slice(3, ca, cb);
   const int64_t top = ra - (t.r0 - h), bottom = (t.r1 + h) - rb;
   const int64_t left = ca - (t.c0 - h), right = (t.c1 + h) - cb;
-  if (top || bottom || left || right) return at::constant_pad_nd(x, {left, right, top, bottom}, 0);
-  return x;
+  // Keep the source's layout: a channels-last map must reach the convolution channels-last
+  // (constant_pad_nd returns NCHW, and a layout mismatch costs oneDNN a reorder per tile).
+  const auto fmt = src.suggest_memory_format();
+  if (top || bottom || left || right)
+    return at::constant_pad_nd(x, {left, right, top, bottom}, 0).contiguous(fmt);
+  return x.contiguous(fmt);
 }
 
 /// Zeroes the part of an intermediate over tile t extended by h that lies outside the image:
@@ -57,11 +62,22 @@ class GroupStats {
     m2_ = torch::zeros_like(mean_);
   }
   void add(const torch::Tensor& a) {  // a: [B, C, h, w], core pixels only
-    auto v = a.to(torch::kFloat).reshape({B_, G_, -1});
-    const double nb = static_cast<double>(v.size(2));
-    // One Welford pass per tile (population variance), merged across tiles below.
-    auto [varb, mb] = torch::var_mean(v, /*dim=*/{-1}, /*correction=*/0, /*keepdim=*/false);
-    auto mbd = mb.to(mean_.scalar_type()), m2bd = (varb.to(mean_.scalar_type()) * nb);
+    torch::Tensor mbd, m2bd;
+    double nb = 0;
+    if (kernels::group_norm_cpu_supported(a, G_) && kernels::cpu_kernels_enabled()) {
+      // One read of the tile in its own layout (channels-last included), float64 moments.
+      auto m = kernels::group_moments(a, G_);
+      nb = m.count;
+      mbd = m.mean.to(mean_.scalar_type());
+      m2bd = m.m2.to(mean_.scalar_type());
+    } else {
+      auto v = a.to(torch::kFloat).reshape({B_, G_, -1});
+      nb = static_cast<double>(v.size(2));
+      // One Welford pass per tile (population variance), merged across tiles below.
+      auto [varb, mb] = torch::var_mean(v, /*dim=*/{-1}, /*correction=*/0, /*keepdim=*/false);
+      mbd = mb.to(mean_.scalar_type());
+      m2bd = varb.to(mean_.scalar_type()) * nb;
+    }
     const double na = n_, n = na + nb;
     auto delta = mbd - mean_;
     mean_ = mean_ + delta * (nb / n);
@@ -164,7 +180,8 @@ torch::Tensor tiled_refiner_forward(CNNRefinerImpl& r, const torch::Tensor& inpu
   GroupStats s_stem(B, G, dev);
   for_each_tile([&](const Tile& t) { s_stem.add(conv_valid(stem, region(input, t, 1), 1)); });
   const Norm n_stem = frozen(stem_gn, s_stem);
-  auto X = torch::empty({B, C, H, W}, input.options());
+  const auto fmt = input.suggest_memory_format();
+  auto X = torch::empty({B, C, H, W}, input.options().memory_format(fmt));
   for_each_tile([&](const Tile& t) {
     X.slice(2, t.r0, t.r1).slice(3, t.c0, t.c1)
         .copy_(apply(n_stem, conv_valid(stem, region(input, t, 1), 1), std::nullopt, true));
@@ -193,7 +210,7 @@ torch::Tensor tiled_refiner_forward(CNNRefinerImpl& r, const torch::Tensor& inpu
 
     if (last) {
       // The last block's output only feeds the 1x1 final conv: straight into delta.
-      delta = torch::empty({B, r.final->options.out_channels(), H, W}, input.options());
+      delta = torch::empty({B, r.final->options.out_channels(), H, W}, input.options().memory_format(fmt));
       for_each_tile([&](const Tile& t) {
         auto res = X.slice(2, t.r0, t.r1).slice(3, t.c0, t.c1);
         auto y = apply(n2, pre_gn2(t), res, true);

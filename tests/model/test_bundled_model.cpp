@@ -62,3 +62,25 @@ TEST_CASE("bundled model keeps its measured quality on the sample clip", "[model
     CHECK(m.mse < h.mse);  // better than the hint it was given
   }
 }
+
+TEST_CASE("the default precision keys the sample clip within 2% SAD of float32", "[model]") {
+  const char* src = std::getenv("CK_SOURCE_DIR");
+  REQUIRE(src);
+  const std::string clip = std::string(src) + "/samples/greenscreen_demo/";
+  auto fast = load_profile("optimized");  // model_precision auto: bf16 on AVX-512 BF16 / AMX
+  fast.device = "cpu";
+  auto exact = fast;
+  exact.model_precision = Precision::Float32;
+  OptimizedEngine a(fast), b(exact);
+  double sad_fast = 0, sad_exact = 0;
+  for (const char* name : {"frame_0001", "frame_0006", "frame_0011", "frame_0016"}) {
+    const auto plate = io::read_image(clip + "Input/" + name + ".png");
+    const auto hint = io::read_image(clip + "AlphaHint/" + name + ".png");
+    const auto gt = io::read_image(clip + "GT/alpha/" + name + ".png");
+    sad_fast += score(a.process_frame(plate.view(), hint.view()).alpha, gt).sad;
+    sad_exact += score(b.process_frame(plate.view(), hint.view()).alpha, gt).sad;
+  }
+  UNSCOPED_INFO("precision " << a.info().precision << ": SAD " << sad_fast << " vs float32 "
+                             << sad_exact);
+  CHECK(std::fabs(sad_fast - sad_exact) <= 0.02 * sad_exact);
+}

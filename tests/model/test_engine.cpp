@@ -4,6 +4,7 @@
 #include <corridorkey/verify.h>
 #include <corridorkey/errors.h>
 #include <corridorkey/profile.h>
+#include <corridorkey/system.h>
 
 #include <catch2/catch.hpp>
 
@@ -11,6 +12,8 @@
 #include "support/support.h"
 
 #include <cmath>
+#include <fstream>
+#include <iostream>
 
 using namespace corridorkey;
 using Catch::Matchers::Contains;
@@ -68,6 +71,83 @@ TEST_CASE("tiled refiner: fp32 alpha/fg within 1e-4 of the untiled refiner", "[m
   INFO("alpha " << d.alpha << " fg " << d.fg);
   CHECK(d.alpha <= 1e-4);
   CHECK(d.fg <= 1e-4);
+}
+
+TEST_CASE("channels-last convolutions: fp32 alpha/fg within 1e-5 of NCHW", "[model]") {
+  auto base = tiny("original");
+  auto cl = base;
+  cl.channels_last = true;
+  const auto d = drift(base, cl, 256);
+  INFO("alpha " << d.alpha << " fg " << d.fg);
+  CHECK(d.alpha <= 1e-5);
+  CHECK(d.fg <= 1e-5);
+}
+
+TEST_CASE("fused refiner GroupNorms: fp32 alpha/fg within 1e-5 of the eager refiner", "[model]") {
+  for (bool cl : {false, true}) {
+    auto base = tiny("original");
+    base.channels_last = cl;
+    auto fused = base;
+    fused.fused_refiner = true;
+    OptimizedEngine e(fused);
+    CHECK(e.info().refiner == "whole image, fused GroupNorm");
+    const auto d = drift(base, fused, 256);
+    INFO("channels_last " << cl << ": alpha " << d.alpha << " fg " << d.fg);
+    CHECK(d.alpha <= 1e-5);
+    CHECK(d.fg <= 1e-5);
+  }
+}
+
+TEST_CASE("refiner tiling follows the memory budget", "[model]") {
+  auto o = tiny("optimized");
+  o.model_precision = Precision::Float32;
+  o.tiled_refiner = RefinerTiling::Auto;
+  o.tile_size = 64;
+  o.refiner_memory_budget_mb = 1;  // the whole 256 x 256 refiner needs ~3.7 MiB
+  OptimizedEngine small(o);
+  CHECK(small.info().refiner == "tiled 64 px");
+  CHECK_THAT(small.info().notes, Contains("budget 1 MiB -> tiled"));
+  o.refiner_memory_budget_mb = 64;
+  OptimizedEngine big(o);
+  CHECK(big.info().refiner == "whole image, fused GroupNorm");
+  o.refiner_memory_budget_mb = 0;  // auto: half the free host memory
+  CHECK(OptimizedEngine(o).info().refiner == "whole image, fused GroupNorm");
+  // Forced tiling and the budget's choice give the same matte within the tiling bound.
+  auto forced = o;
+  forced.tiled_refiner = RefinerTiling::On;
+  const auto d = drift(tiny("original"), forced, 256);
+  CHECK(d.alpha <= 1e-4);
+}
+
+TEST_CASE("model_precision auto resolves per device, never float16 on a CPU", "[unit]") {
+  CHECK(resolve_precision(Precision::Auto, "cuda:0") == Precision::Float16);
+  CHECK(resolve_precision(Precision::Auto, "mps") == Precision::Float16);
+  const auto f = cpu_features();
+  CHECK(resolve_precision(Precision::Auto, "cpu") ==
+        (f.amx || f.avx512_bf16 ? Precision::BFloat16 : Precision::Float32));
+  for (auto p : {Precision::Float32, Precision::Float16, Precision::BFloat16})
+    CHECK(resolve_precision(p, "cpu") == p);  // an explicit choice is kept
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string flags((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
+  CHECK(f.avx512_bf16 == (flags.find(" avx512_bf16") != std::string::npos));
+}
+
+TEST_CASE("native bf16 attention: same matte as LibTorch's bf16 attention within bf16 noise", "[model]") {
+  auto base = tiny("original");
+  base.model_precision = Precision::BFloat16;
+  base.flash_attention = true;
+  auto native = base;
+  native.native_attention = true;
+  OptimizedEngine e(native);
+  if (e.info().attention.find("native") == std::string::npos) {
+    std::cout << "SKIPPED: no AVX-512 BF16 here, the native kernel does not run\n";
+    return;
+  }
+  const auto d = drift(base, native, 256);
+  INFO("alpha " << d.alpha << " fg " << d.fg);
+  CHECK(d.alpha > 0);  // a different kernel really ran
+  CHECK(d.alpha <= 3e-2);
+  CHECK(d.fg <= 3e-2);
 }
 
 TEST_CASE("optimized profile at fp32 stays within 1e-4 of original", "[model]") {

@@ -77,6 +77,8 @@ struct FrameResult {
 struct EngineInfo {
   std::string device, arch, checkpoint, profile, compile_mode_effective;
   std::string precision;  // "float32", "bfloat16", or "mixed/<autocast dtype>"
+  std::string attention;  // global attention: "4-D SDPA", "5-D SDPA (math)", "native bf16 kernel"
+  std::string refiner;    // "whole image", "whole image, fused", "tiled 256 px"
   int64_t img_size = 0;
   int64_t parameters = 0;
   std::string notes;  // one line per option that could not apply as asked

@@ -91,25 +91,39 @@ void take_peak(MemoryStats& peak, const MemoryStats& m) {
   peak.refiner_peak = std::max(peak.refiner_peak, m.refiner_peak);
 }
 
-/// The refiner stage alone: untiled vs exact tiled, on a seeded 7-channel input.
+/// The refiner stage alone, in the first profile's precision and layout: the reference
+/// sequence (conv, GroupNorm, add, ReLU), the fused whole-image refiner, and the exact tiled
+/// refiner at tile_size, on a seeded 7-channel input. The drift column is the delta logits'
+/// max abs difference from the first row.
 std::vector<BenchRow> refiner_bench(const BenchOptions& b,
                                     const std::function<void(const BenchRow&)>& on_row) {
   return detail::rethrow_torch("refiner benchmark", [&] {
     auto o = bench_engine_options(b, b.profiles.front());
     auto net = detail::make_model({b.checkpoint, b.img_size, b.random_arch, b.seed}).net;
-    const torch::Device dev(choose_device(b.device, probe_devices()));
-    net->to(dev);
+    const std::string device = choose_device(b.device, probe_devices());
+    const torch::Device dev(device);
+    const auto prec = resolve_precision(o.model_precision, device);
+    const auto dtype = prec == Precision::BFloat16 ? torch::kBFloat16
+                       : prec == Precision::Float16 ? torch::kHalf
+                                                    : torch::kFloat;
+    net->to(dev, dtype);
+    if (o.channels_last) net->to_channels_last();
     detail::install_cpu_memory_tracker();
     c10::InferenceMode guard;
     auto x = model::seeded_input(1, b.img_size, b.seed);
-    auto in = torch::cat({x.slice(1, 0, 3), torch::sigmoid(x.slice(1, 3, 4).repeat({1, 4, 1, 1}) * 4 - 2)}, 1).to(dev);
+    auto in = torch::cat({x.slice(1, 0, 3), torch::sigmoid(x.slice(1, 3, 4).repeat({1, 4, 1, 1}) * 4 - 2)}, 1)
+                  .to(dev, dtype)
+                  .contiguous(o.channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
     std::vector<BenchRow> rows;
     torch::Tensor first;
-    for (const bool tiled : {false, true}) {
+    const std::string layout = o.channels_last ? ", channels-last" : "";
+    for (const int mode : {0, 1, 2}) {
       BenchRow row;
-      row.profile = tiled ? "refiner tiled " + std::to_string(o.tile_size) : "refiner untiled";
-      row.precision = "float32";
-      row.info.device = dev.str();
+      row.profile = mode == 0 ? "refiner whole image, eager"
+                    : mode == 1 ? "refiner whole image, fused"
+                                : "refiner tiled " + std::to_string(o.tile_size) + ", fused";
+      row.precision = std::string(to_string(prec)) + layout;
+      row.info.device = device;
       row.info.img_size = b.img_size;
       std::vector<double> t;
       std::vector<StageTimings> st;
@@ -117,8 +131,9 @@ std::vector<BenchRow> refiner_bench(const BenchOptions& b,
       for (int i = 0; i < b.warmup + b.frames; ++i) {
         detail::PeakMemoryScope mem(dev);
         const auto t0 = timing::Clock::now();
-        out = tiled ? model::tiled_refiner_forward(*net->refiner, in, {o.tile_size})
-                    : net->refiner->forward_input(in);
+        out = mode == 0   ? net->refiner->forward_input(in)
+              : mode == 1 ? net->refiner->forward_fused(in)
+                          : model::tiled_refiner_forward(*net->refiner, in, {o.tile_size});
         if (dev.is_cuda()) out.cpu();
         const double ms = timing::ms_since(t0);
         const auto m = mem.finish();
@@ -131,7 +146,8 @@ std::vector<BenchRow> refiner_bench(const BenchOptions& b,
       }
       fill_stats(row, t, st);
       if (!first.defined()) first = out;
-      row.alpha_max_diff = (out - first).abs().max().item<double>();  // delta logits
+      row.ratio = rows.empty() ? 1.0 : row.median_ms / rows.front().median_ms;
+      row.alpha_max_diff = (out.to(torch::kFloat) - first.to(torch::kFloat)).abs().max().item<double>();
       rows.push_back(row);
       if (on_row) on_row(row);
     }

@@ -62,6 +62,8 @@ BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
     runner = std::make_unique<detail::ModelRunner>(net, opt, device, info.notes, router);
     info.compile_mode_effective = runner->effective_compile_mode();
     info.precision = runner->precision();
+    info.attention = runner->attention_kind();
+    info.refiner = runner->refiner_kind();
   });
   info.profile = opt.profile;
 }

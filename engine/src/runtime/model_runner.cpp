@@ -5,6 +5,7 @@
 
 #include "runtime/memory.h"
 #include "timing.h"
+#include "attention_cpu.h"
 #include "model/tiled_refiner.h"
 
 #include <ATen/autocast_mode.h>
@@ -150,6 +151,20 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
 }
 
 ModelRunner::~ModelRunner() = default;
+
+std::string ModelRunner::attention_kind() const {
+  if (!opt_.flash_attention) return "5-D SDPA (math kernel)";
+  const bool bf16 = (autocast_ ? autocast_dtype_ : weight_dtype_) == torch::kBFloat16;
+  if (opt_.native_attention && device_.is_cpu() && bf16 &&
+      kernels::native_attention_available())
+    return "native bf16 kernel (AVX-512 BF16)";
+  return "4-D SDPA";
+}
+
+std::string ModelRunner::refiner_kind() const {
+  if (tiled_) return "tiled " + std::to_string(opt_.tile_size) + " px";
+  return opt_.fused_refiner ? "whole image, fused GroupNorm" : "whole image";
+}
 
 void ModelRunner::choose_refiner(std::string& notes) {
   const int64_t S = net_->config().img_size, C = net_->config().refiner_channels;

@@ -35,6 +35,9 @@ class ModelRunner {
   torch::ScalarType weight_dtype() const { return weight_dtype_; }
   /// The refiner runs tile by tile (tiled_refiner on, or auto over budget).
   bool refiner_tiled() const { return tiled_; }
+  /// What runs, for EngineInfo: global attention kernel and refiner mode.
+  std::string attention_kind() const;
+  std::string refiner_kind() const;
 
  private:
   ModelRun eager(const torch::Tensor& x, bool timed);
