@@ -16,6 +16,7 @@ TORCH_VERSION=2.15.0       # LibTorch comes from this wheel; see README "Why the
 TORCHVISION_VERSION=0.29.2 # only because timm imports it
 TIMM_VERSION=1.0.31
 OPENJD_VERSION=0.8.0       # openjd-cli: the job-export tests run real Open Job Description
+OPENCV_PY_VERSION=4.11.0.86 # tools/reference_clip_loop.py: OpenCV post-processing (4.x: its wheels write EXR, 5.0 dropped it)
 NUMPY_SPEC="numpy<3"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,6 +50,10 @@ if ! "$venv/bin/python" -c "import torch, timm, sys; sys.exit(0 if torch.__versi
   "$venv/bin/pip" install -q --upgrade pip
   "$venv/bin/pip" install -q "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
       "timm==$TIMM_VERSION" "$NUMPY_SPEC"
+fi
+if ! "$venv/bin/python" -c "import cv2, sys; sys.exit(cv2.__version__ != \"${OPENCV_PY_VERSION%.*}\")" >/dev/null 2>&1; then
+  log "installing opencv-python-headless $OPENCV_PY_VERSION into the venv (tools only)"
+  "$venv/bin/pip" install -q "opencv-python-headless==$OPENCV_PY_VERSION"
 fi
 if ! "$venv/bin/openjd" --version >/dev/null 2>&1; then
   log "installing openjd-cli $OPENJD_VERSION into the venv"

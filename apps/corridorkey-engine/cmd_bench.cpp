@@ -70,15 +70,17 @@ void add_bench(CLI::App& app, int& exit_code) {
         std::cout << nlohmann::json{{"frames", r.frames}, {"wall_ms", r.wall_ms}, {"fps", r.fps},
                                     {"read_ms", t.read_ms}, {"preprocess_ms", t.preprocess_ms},
                                     {"infer_ms", t.infer_ms}, {"postprocess_ms", t.postprocess_ms},
-                                    {"write_ms", t.write_ms}, {"wall_over_infer", r.wall_over_infer}}
+                                    {"write_ms", t.write_ms}, {"wall_over_infer", r.wall_over_infer},
+                                    {"infer_wait_ms", r.infer_wait_ms}}
                          .dump()
                   << std::endl;
       } else {
         const double n = std::max(1, r.frames);
         std::printf("pipeline: %d frames %s, profile %s, img_size %lld\n", r.frames, clip_size->c_str(),
                     b->profiles.front().c_str(), static_cast<long long>(b->img_size));
-        std::printf("wall %.1f s, %.3f frames/s; wall / summed inference = %.3f\n", r.wall_ms / 1000,
-                    r.fps, r.wall_over_infer);
+        std::printf("wall %.1f s, %.3f frames/s; wall / summed inference = %.3f; inference idle "
+                    "(waiting on readers or writers) %.0f%% of the wall time\n",
+                    r.wall_ms / 1000, r.fps, r.wall_over_infer, 100.0 * r.infer_wait_ms / std::max(r.wall_ms, 1e-9));
         std::printf("per frame (stages overlap): read %.0f ms, preprocess %.0f ms, infer %.0f ms, "
                     "postprocess %.0f ms, write %.0f ms\n",
                     r.stage_sums.read_ms / n, r.stage_sums.preprocess_ms / n, r.stage_sums.infer_ms / n,

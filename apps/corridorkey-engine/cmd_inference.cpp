@@ -102,7 +102,7 @@ void add_inference(CLI::App& app, int& exit_code) {
       std::fprintf(stderr,
                    "keyed %d/%d frames (%d skipped, %d failed) of %d clip(s) in %.1f s on %s (%.2f fps)\n"
                    "per frame: read %.0f ms, preprocess %.0f ms, infer %.0f ms, postprocess %.0f ms, "
-                   "write %.0f ms (stages overlap); inference waited %.0f%% of the wall time\n",
+                   "write %.0f ms (stages overlap); inference idle %.0f%% of the wall time (waiting on readers or writers)\n",
                    sum.frames_done, sum.frames_total, sum.frames_skipped, sum.frames_failed, sum.clips,
                    sum.wall_ms / 1000, sum.engine.device.c_str(),
                    sum.frames_done / std::max(sum.wall_ms / 1000, 1e-9), t.read_ms / n,

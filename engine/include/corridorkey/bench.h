@@ -45,6 +45,7 @@ struct PipelineBenchResult {
   double wall_ms = 0, fps = 0;
   StageTimings stage_sums;  // summed over frames
   double wall_over_infer = 0;  // wall time / summed inference time (1.0 = I/O fully hidden)
+  double infer_wait_ms = 0;    // time the inference thread sat idle (readers or writers behind)
   std::string clip_dir;
 };
 

@@ -37,7 +37,8 @@ struct JobSummary {
   std::vector<std::string> failures;  // "file: reason"
   bool interrupted = false;
   double wall_ms = 0;
-  /// Time the inference thread spent waiting for a pre-processed frame (readers too slow).
+  /// Time the inference thread sat idle: waiting for a pre-processed frame (readers behind)
+  /// or for room in the write queue (writers behind). 0 = inference bound the run.
   double infer_wait_ms = 0;
   /// Summed over frames (each stage runs on its own threads, so they overlap in time).
   StageTimings stage_sums;

@@ -42,6 +42,7 @@ PipelineBenchResult run_pipeline_bench(const BenchOptions& b) {
   r.wall_ms = s.wall_ms;
   r.fps = s.frames_done / (s.wall_ms / 1000.0);
   r.stage_sums = s.stage_sums;
+  r.infer_wait_ms = s.infer_wait_ms;
   r.wall_over_infer = s.wall_ms / std::max(s.stage_sums.infer_ms, 1e-9);
   return r;
 }

@@ -193,8 +193,8 @@ class Pipeline {
       }
       it.x = torch::Tensor();
       w.meta = std::move(it);
+      t_wait = Clock::now();  // a full write queue (writers behind) is idle time too
       if (!write_q_.push(std::move(w))) break;
-      t_wait = Clock::now();
     }
     if (job_.cancel && job_.cancel->load()) summary_.interrupted = true;
   }

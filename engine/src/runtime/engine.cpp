@@ -32,7 +32,9 @@ BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
     if (opt.checkpoint.empty() && opt.random_weights_arch.empty())
       opt.checkpoint = default_checkpoint();
     auto loaded = detail::make_model({opt.checkpoint, opt.img_size, opt.random_weights_arch,
-                                      opt.random_weights_seed});
+                                      opt.random_weights_seed,
+                                      device.is_cpu() ? detail::weight_dtype_for(opt, device)
+                                                      : torch::kFloat});
     auto net = loaded.net;
     const auto& ck = loaded.checkpoint;
     info.checkpoint = loaded.description;
@@ -62,6 +64,11 @@ BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
     runner = std::make_unique<detail::ModelRunner>(net, opt, device, info.notes, router);
     info.compile_mode_effective = runner->effective_compile_mode();
     info.precision = runner->precision();
+    loaded = {};  // the checkpoint's tensors: no longer needed
+    // Loading freed hundreds of MB in many mid-sized blocks (the file's tensors, float32
+    // parameters); hand them back to the OS so the forward's peak does not sit on top of
+    // them (measured: peak RSS of a 1024 bf16 key 1.37 GB -> see README).
+    detail::release_free_memory();
     info.attention = runner->attention_kind();
     info.refiner = runner->refiner_kind();
   });

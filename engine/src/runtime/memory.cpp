@@ -10,6 +10,9 @@
 #include <ATen/detail/MPSHooksInterface.h>
 
 #include <atomic>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -170,7 +173,16 @@ uint64_t free_memory_bytes(const torch::Device& device) {
   return 0;
 }
 
+void release_free_memory() {
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
+}
+
 void empty_device_cache(const torch::Device& device) {
+  // CPU: the C heap is LibTorch's cache there; give its free pages back between stages
+  // so one stage's freed activations do not add to the next stage's peak.
+  if (device.is_cpu()) release_free_memory();
 #ifdef CK_WITH_CUDA
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
 #endif

@@ -34,6 +34,9 @@ uint64_t live_bytes(const torch::Device& device);
 /// MemAvailable from /proc/meminfo (0 when unknown: callers then take the safe path).
 uint64_t free_memory_bytes(const torch::Device& device);
 
+/// Returns the C heap's free pages to the OS (glibc malloc_trim); a no-op elsewhere.
+void release_free_memory();
+
 /// Releases cached allocator blocks on `device` (CUDA caching allocator, MPS heap).
 void empty_device_cache(const torch::Device& device);
 

@@ -16,6 +16,10 @@ struct ModelSource {
   int64_t img_size = 0;     // 0 = the checkpoint's own (random weights: 512)
   std::string random_arch;  // "hiera_base_plus" | "tiny"
   uint64_t seed = 0;
+  /// Storage type of the weights. The model is converted before the checkpoint is copied
+  /// in, so a bf16 engine never holds a float32 copy of the model beside the file's tensors
+  /// (peak memory at load: file + bf16 model, not file + fp32 model + bf16 model).
+  torch::ScalarType dtype = torch::kFloat;
 };
 
 struct LoadedModel {

@@ -78,6 +78,11 @@ struct ModelRunner::Aoti {
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
 };
 
+torch::ScalarType weight_dtype_for(const EngineOptions& o, const torch::Device& device) {
+  if (o.mixed_precision) return torch::kFloat;
+  return to_dtype(resolve_precision(o.model_precision, device.str()));
+}
+
 ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::Device device,
                          std::string& notes, model::TokenRouter router)
     : net_(std::move(net)), router_(std::move(router)), opt_(o), device_(device) {

@@ -19,6 +19,10 @@ struct ModelRun {
   double routed_stage2 = 1.0, routed_stage3 = 1.0;  // fraction of tokens through attention
 };
 
+/// The weights' storage type an engine with these options uses on `device` (float32 under
+/// autocast, else the resolved model_precision).
+torch::ScalarType weight_dtype_for(const EngineOptions& options, const torch::Device& device);
+
 class ModelRunner {
  public:
   /// Resolves options against the device; `notes` gets one line per option that cannot
