@@ -136,6 +136,8 @@ Checkpoint read_checkpoint(const std::string& path) {
   }
   CK_CHECK(!ck.tensors.empty(), ModelError, path, ": checkpoint holds no tensors");
   if (!ck.config_from_file) ck.config = infer_config(ck);
+  // What a file says about the network is bounded before anything is built from it.
+  ck.config.validate_architecture(path);
   return ck;
 }
 
@@ -216,6 +218,12 @@ void load_weights(GreenFormerImpl& model, const Checkpoint& ck) {
     CK_CHECK(it != targets.end(), ModelError, ck.path, ": unexpected key '", key,
              "' (architecture ", model.config().arch, " has no such parameter)");
     auto src = src0;
+    // Integer or boolean tensors where the network has float weights would be converted
+    // silently (a constant 0.5 matte); non-finite weights give NaN mattes.
+    CK_CHECK(at::isFloatingType(src.scalar_type()), ModelError, ck.path, ": key '", key,
+             "' holds ", src.scalar_type(), " values; GreenFormer weights are floating point");
+    CK_CHECK(torch::isfinite(src).all().item<bool>(), ModelError, ck.path, ": key '", key,
+             "' holds NaN or Inf values");
     if (key == "encoder.model.pos_embed" && src.dim() == 3 && src.sizes() != it->second.sizes())
       src = resize_pos_embed(src.to(torch::kFloat), model.encoder->model->grid());
     CK_CHECK(src.sizes() == it->second.sizes(), ModelError, ck.path, ": shape mismatch for '",

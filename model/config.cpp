@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 #include <numeric>
 
 namespace corridorkey::model {
@@ -54,6 +56,73 @@ void GreenFormerConfig::validate() const {
            " token grid, not divisible by ", need, " (mask unit / unroll stride)");
   CK_CHECK(refiner_channels % refiner_groups == 0, ConfigError, "refiner_channels ",
            refiner_channels, " not divisible by refiner_groups ", refiner_groups);
+}
+
+void GreenFormerConfig::validate_architecture(const std::string& source) const {
+  const auto& e = encoder;
+  auto check = [&](bool ok, const std::string& field, const std::string& value,
+                   const std::string& expected) {
+    CK_CHECK(ok, ModelError, source, ": architecture field '", field, "' = ", value,
+             " is not allowed (expected ", expected, ")");
+  };
+  auto str = [](auto v) { return std::to_string(v); };
+  auto list = [](const auto& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  check(e.in_chans == 4, "in_chans", str(e.in_chans), "4: RGB plus the alpha hint");
+  check(e.embed_dim >= 1 && e.embed_dim <= 4096, "embed_dim", str(e.embed_dim), "1..4096");
+  check(e.num_heads >= 1 && e.num_heads <= 256, "num_heads", str(e.num_heads), "1..256");
+  check(e.embed_dim % e.num_heads == 0, "num_heads", str(e.num_heads),
+        "a divisor of embed_dim " + std::to_string(e.embed_dim));
+  check(!e.stages.empty() && e.stages.size() <= 8, "stages", list(e.stages), "1..8 stages");
+  int64_t depth = 0;
+  for (auto s : e.stages) {
+    check(s >= 1 && s <= 64, "stages", list(e.stages), "1..64 blocks per stage");
+    depth += s;
+  }
+  check(depth <= 128, "stages", list(e.stages), "at most 128 blocks in all");
+  check(e.mask_unit_attn.size() == e.stages.size(), "mask_unit_attn",
+        str(e.mask_unit_attn.size()) + " entries", "one per stage");
+  check(e.q_pool >= 0 && e.q_pool < static_cast<int64_t>(e.stages.size()), "q_pool", str(e.q_pool),
+        "0..number of stages - 1");
+  check(e.q_stride[0] == e.q_stride[1] && e.q_stride[0] >= 1 &&
+            e.q_stride[0] <= 4,
+        "q_stride", list(e.q_stride), "[s, s] with s in 1..4");
+  check(e.mask_unit_size[0] == e.mask_unit_size[1] &&
+            e.mask_unit_size[0] >= 1 && e.mask_unit_size[0] <= 64,
+        "mask_unit_size", list(e.mask_unit_size), "[m, m] with m in 1..64");
+  check(e.patch_stride[0] == e.patch_stride[1] &&
+            e.patch_stride[0] >= 1 && e.patch_stride[0] <= 16,
+        "patch_stride", list(e.patch_stride), "[p, p] with p in 1..16");
+  check(e.patch_kernel[0] >= 1 && e.patch_kernel[0] <= 31 &&
+            e.patch_kernel[1] >= 1 && e.patch_kernel[1] <= 31,
+        "patch_kernel", list(e.patch_kernel), "two sizes in 1..31");
+  check(e.patch_padding[0] >= 0 && e.patch_padding[0] <= 15 &&
+            e.patch_padding[1] >= 0 && e.patch_padding[1] <= 15,
+        "patch_padding", list(e.patch_padding), "two values in 0..15");
+  auto finite_in = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
+  check(finite_in(e.dim_mul, 1, 4), "dim_mul", std::to_string(e.dim_mul), "1..4");
+  check(finite_in(e.head_mul, 1, 4), "head_mul", std::to_string(e.head_mul), "1..4");
+  check(finite_in(e.mlp_ratio, 0.25, 16), "mlp_ratio", std::to_string(e.mlp_ratio), "0.25..16");
+  // Every block's width must split into its heads (head_dim an integer >= 1), and stay sane.
+  int64_t dim = e.embed_dim, heads = e.num_heads;
+  for (size_t i = 1; i < e.stages.size(); ++i) {
+    dim = static_cast<int64_t>(static_cast<double>(dim) * e.dim_mul);
+    heads = static_cast<int64_t>(static_cast<double>(heads) * e.head_mul);
+    check(dim <= 16384 && heads >= 1 && dim % heads == 0, "dim_mul / head_mul",
+          std::to_string(e.dim_mul) + " / " + std::to_string(e.head_mul),
+          "stage widths divisible by their head counts (stage " + std::to_string(i + 1) + ": " +
+              std::to_string(dim) + " channels, " + std::to_string(heads) + " heads)");
+  }
+  check(decoder_dim >= 1 && decoder_dim <= 4096, "decoder_dim", str(decoder_dim), "1..4096");
+  check(refiner_groups >= 1 && refiner_groups <= 1024, "refiner_groups", str(refiner_groups), "1..1024");
+  check(refiner_channels >= 1 && refiner_channels <= 1024 && refiner_channels % refiner_groups == 0,
+        "refiner_channels", str(refiner_channels),
+        "1..1024 and divisible by refiner_groups " + std::to_string(refiner_groups));
+  check(img_size >= 32 && img_size <= 16384 && img_size % 32 == 0, "img_size", str(img_size),
+        "the training size: a multiple of 32 in 32..16384");
 }
 
 std::string GreenFormerConfig::to_json() const {

@@ -44,6 +44,12 @@ struct GreenFormerConfig {
   /// mask unit 8) or the stage lists are inconsistent.
   void validate() const;
 
+  /// Bounds on every architecture field, for configs that come from a file (config.json or
+  /// shapes inferred from a checkpoint): ModelError naming `source` and the field. Keeps a
+  /// crafted file from dividing by zero (num_heads 0), allocating without bound (a huge
+  /// depth) or building a network the engine cannot feed (in_chans other than 4).
+  void validate_architecture(const std::string& source) const;
+
   /// JSON round trip (the exporter embeds this as config.json in TorchScript archives).
   std::string to_json() const;
   static GreenFormerConfig from_json(const std::string& json, const std::string& source);

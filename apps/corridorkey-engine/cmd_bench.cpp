@@ -72,7 +72,7 @@ void add_bench(CLI::App& app, int& exit_code) {
                                     {"infer_ms", t.infer_ms}, {"postprocess_ms", t.postprocess_ms},
                                     {"write_ms", t.write_ms}, {"wall_over_infer", r.wall_over_infer},
                                     {"infer_wait_ms", r.infer_wait_ms}}
-                         .dump()
+                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                   << std::endl;
       } else {
         const double n = std::max(1, r.frames);
@@ -114,7 +114,7 @@ void add_bench(CLI::App& app, int& exit_code) {
                          {"routed_stage2", r.routed_stage2}, {"routed_stage3", r.routed_stage3}};
         for (const auto& op : r.top_ops)
           j["top_ops"].push_back({{"name", op.name}, {"self_ms", op.self_ms}, {"calls", op.calls}});
-        std::cout << j.dump() << std::endl;
+        std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
       } else {
         std::printf("%-30s %-10s %-9s %10.1f %6.3f %9.1f %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %10.2e %10.2e\n",
                     r.profile.c_str(), r.precision.c_str(), r.info.device.c_str(), r.median_ms,

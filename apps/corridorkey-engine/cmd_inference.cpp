@@ -69,7 +69,7 @@ void add_inference(CLI::App& app, int& exit_code) {
     const auto t0 = std::chrono::steady_clock::now();
     auto on_event = [&](const PipelineEvent& e) {
       if (*json) {
-        std::cout << event_json(e).dump() << std::endl;
+        std::cout << event_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
         return;
       }
       if (e.kind == PipelineEvent::Kind::Warning || e.kind == PipelineEvent::Kind::FrameFailed) {
@@ -95,7 +95,7 @@ void add_inference(CLI::App& app, int& exit_code) {
                        {"device", sum.engine.device}, {"checkpoint", sum.engine.checkpoint},
                        {"infer_wait_ms", sum.infer_wait_ms},
                        {"stage_ms", stage_json(sum.stage_sums)}};
-      std::cout << j.dump() << std::endl;
+      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     } else if (!*quiet) {
       const double n = std::max(1, sum.frames_done);
       const auto& t = sum.stage_sums;

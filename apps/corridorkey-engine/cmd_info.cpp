@@ -34,7 +34,7 @@ void add_info(CLI::App& app, int& exit_code) {
                                      {"total_memory_bytes", d.total_memory_bytes},
                                      {"compute_capability", std::to_string(d.compute_major) +
                                                                 "." + std::to_string(d.compute_minor)}});
-      std::cout << j.dump(2) << "\n";
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::printf("corridorkey-engine %s\n", s.engine_version.c_str());
       std::printf("LibTorch          %s (wheel CUDA %s)\n", s.torch_version.c_str(),

@@ -115,7 +115,7 @@ void add_job(CLI::App& app, int& exit_code) {
       if (*json) {
         nlohmann::json ev{{"event", to_string(e.kind)}, {"clip", e.clip}, {"frame", e.frame},
                           {"message", e.message}};
-        std::cout << ev.dump() << std::endl;
+        std::cout << ev.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
       } else if (e.kind == PipelineEvent::Kind::FrameFailed || e.kind == PipelineEvent::Kind::Warning) {
         std::fprintf(stderr, "%s: %s\n", to_string(e.kind), e.message.c_str());
       }

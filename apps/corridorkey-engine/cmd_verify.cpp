@@ -53,7 +53,7 @@ void add_verify(CLI::App& app, int& exit_code) {
       for (const auto& d : r.diffs)
         j["outputs"].push_back({{"name", d.name}, {"shape", d.shape}, {"compared", d.compared},
                                 {"max_abs_diff", d.max_abs_diff}, {"max_abs_ref", d.max_abs_ref}});
-      std::cout << j.dump(2) << "\n";
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::printf("checkpoint  %s (%s)\n", r.checkpoint.c_str(), r.format.c_str());
       std::printf("model       %s, img_size %lld, %lld parameters, device %s\n", r.arch.c_str(),

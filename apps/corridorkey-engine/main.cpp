@@ -4,6 +4,7 @@
 #include <corridorkey/errors.h>
 #include <corridorkey/version.h>
 
+#include <csignal>
 #include <iostream>
 
 int main(int argc, char** argv) {
@@ -12,6 +13,9 @@ int main(int argc, char** argv) {
                "corridorkey-engine"};
   app.set_version_flag("--version", std::string("corridorkey-engine ") + version_string());
   app.require_subcommand(1);
+  // A file-size limit (ulimit -f) must fail the write with EFBIG, which names the file and
+  // exits 3 with the partial file removed, not kill the process silently (SIGXFSZ, rc 153).
+  std::signal(SIGXFSZ, SIG_IGN);
   int exit_code = cli::kOk;
   cli::add_info(app, exit_code);
   cli::add_verify(app, exit_code);

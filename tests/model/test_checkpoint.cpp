@@ -11,6 +11,10 @@
 #include <torch/serialize.h>
 
 #include <fstream>
+#include <limits>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
 
 using namespace corridorkey::model;
 using Catch::Matchers::Contains;
@@ -272,6 +276,24 @@ TEST_CASE("bad checkpoints raise typed errors naming the file and problem", "[mo
                       Contains("no weights found") && Contains("state_dict, model_state_dict") &&
                           Contains("top-level entries: epoch, weights"));
   }
+  SECTION("integer weights are refused, not converted into a constant matte") {
+    const auto p = write_edited_pth(dir, "int.pth", [](auto& d) {
+      d.insert_or_assign("refiner.final.weight", d.at("refiner.final.weight").to(torch::kLong));
+    });
+    CHECK_THROWS_AS(load_green_former(p.string()), ModelError);
+    CHECK_THROWS_WITH(load_green_former(p.string()),
+                      Contains("refiner.final.weight") && Contains("Long") && Contains("floating point"));
+  }
+  SECTION("NaN or Inf weights are refused, naming the key") {
+    const auto p = write_edited_pth(dir, "nan.pth", [](auto& d) {
+      auto w = d.at("alpha_decoder.classifier.weight").clone();
+      w.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+      d.insert_or_assign("alpha_decoder.classifier.weight", w);
+    });
+    CHECK_THROWS_AS(load_green_former(p.string()), ModelError);
+    CHECK_THROWS_WITH(load_green_former(p.string()),
+                      Contains("alpha_decoder.classifier.weight") && Contains("NaN or Inf"));
+  }
   SECTION("not a dict of tensors") {
     const auto p = dir / "tensor.pth";
     write_bytes(p, torch::pickle_save(c10::IValue(torch::zeros({2}))));
@@ -284,4 +306,33 @@ TEST_CASE("bad checkpoints raise typed errors naming the file and problem", "[mo
     CHECK_THROWS_WITH(load_green_former(p, 100), Contains(p) && Contains("img_size 100"));
   }
   fs::remove_all(dir);
+}
+
+TEST_CASE("architecture fields from a file are bounded: ModelError, never a crash", "[unit]") {
+  using corridorkey::ModelError;
+  const auto good = GreenFormerConfig::hiera_base_plus(2048).to_json();
+  CHECK_NOTHROW(GreenFormerConfig::from_json(good, "ok.ts").validate_architecture("ok.ts"));
+  auto with = [&](const std::string& key, const std::string& value) {
+    auto j = nlohmann::json::parse(good);
+    j[key] = nlohmann::json::parse(value);
+    return GreenFormerConfig::from_json(j.dump(), "crafted.ts");
+  };
+  const std::vector<std::tuple<std::string, std::string, std::string>> bad{
+      {"num_heads", "0", "num_heads"},            // was SIGFPE (division by zero)
+      {"num_heads", "5", "divisor of embed_dim"},
+      {"stages", "[2, 3, 100000, 3]", "1..64"},   // was unbounded memory
+      {"stages", "[]", "1..8 stages"},
+      {"refiner_channels", "19", "refiner_channels"},  // was exit 2 (usage)
+      {"in_chans", "3", "RGB plus the alpha hint"},    // was a failure on every frame
+      {"embed_dim", "-112", "embed_dim"},
+      {"mlp_ratio", "1e308", "mlp_ratio"},
+      {"q_stride", "[2, 3]", "q_stride"},
+      {"img_size", "100", "img_size"},
+      {"dim_mul", "1.1", "head counts"}};
+  for (const auto& [key, value, message] : bad) {
+    INFO(key << " = " << value);
+    CHECK_THROWS_AS(with(key, value).validate_architecture("crafted.ts"), ModelError);
+    CHECK_THROWS_WITH(with(key, value).validate_architecture("crafted.ts"),
+                      Contains("crafted.ts") && Contains(key) && Contains(message));
+  }
 }

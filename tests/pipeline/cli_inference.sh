@@ -30,5 +30,34 @@ printf 'garbage' > "$work/clip/Input/f2.png"
 # 5. model error: exit 4
 "$cli" inference "$work/clip" --checkpoint "$work/none.pth" --quiet; rc=$?
 [ $rc -eq 3 ] || fail "missing checkpoint file gave $rc, expected 3"
-ls -a "$work/clip/Output/"* | grep -q '\.tmp' && fail "temporary file left behind"
+ls -a "$work/clip/Output/"* | grep -q 'ck-tmp' && fail "temporary file left behind"
+# 6. usage errors caught by the option tables (exit 2, not a torch backtrace or exit 4)
+for args in "--refiner-scale nan" "--despill inf" "--img-size -32" "--device foo" "--frames 2-x"; do
+  "$cli" inference "$work/clip" $args --quiet 2> "$work/usage.txt"; rc=$?
+  [ $rc -eq 2 ] || fail "$args gave $rc, expected 2"
+done
+"$cli" bench --random-weights --arch tiny --img-size -64 --profile original 2> "$work/bench.txt"; rc=$?
+[ $rc -eq 2 ] || fail "bench --img-size -64 gave $rc, expected 2"
+grep -q "img-size" "$work/bench.txt" && [ "$(wc -l < "$work/bench.txt")" -le 3 ] || fail "bench message: $(cat "$work/bench.txt")"
+# 7. a frame range past the clip's end is an error naming the clip, not "keyed 0/0"
+"$cli" inference "$work/clip" --frames 99-100 --quiet 2> "$work/frames.txt"; rc=$?
+[ $rc -eq 2 ] && grep -q "selects no frame of clip 'clip', which has 3 frames" "$work/frames.txt" \
+  || fail "--frames past the end gave $rc: $(cat "$work/frames.txt")"
+# 8. a file-size limit: the write fails with EFBIG (exit 3, named, temp file removed),
+#    the process is not killed by SIGXFSZ (rc 153)
+cp "$work/clip/Input/f1.png" "$work/clip/Input/f2.png"
+rm -rf "$work/clip/Output"
+(ulimit -f 40; "$cli" inference "$work/clip" --profile original --device cpu --quiet \
+   --exr-compression none 2> "$work/fsize.txt"); rc=$?
+[ $rc -eq 3 ] || fail "file-size limit gave $rc, expected 3: $(cat "$work/fsize.txt")"
+grep -q "File too large" "$work/fsize.txt" || fail "EFBIG not reported: $(cat "$work/fsize.txt")"
+ls -a "$work/clip/Output/"* | grep -q 'ck-tmp' && fail "temporary file left behind after EFBIG"
+# 9. --json with a file name that is not UTF-8: valid NDJSON, every frame keyed
+mkdir -p "$work/u8/Input" "$work/u8/AlphaHint"
+cp "$work/clip/Input/f1.png" "$work/u8/Input/$(printf 'f\377.png')"
+cp "$work/clip/AlphaHint/f1.png" "$work/u8/AlphaHint/f1.png"
+"$cli" inference "$work/u8" --profile original --device cpu --json > "$work/u8.ndjson"; rc=$?
+[ $rc -eq 0 ] || fail "non-UTF-8 name with --json gave $rc"
+"$CK_PYTHON" -c "import json,sys; [json.loads(l) for l in open(sys.argv[1])]" "$work/u8.ndjson" \
+  || fail "--json output is not valid JSON"
 echo "cli inference: ok"

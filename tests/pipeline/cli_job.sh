@@ -31,6 +31,18 @@ basic)
   "$cli" job run "$work/job.yaml" --chunk 2/3 2> "$work/rerun.txt" || fail "rerun"
   grep -q "0 keyed, 3 already done" "$work/rerun.txt" || { cat "$work/rerun.txt"; fail "rerun not idempotent"; }
   "$cli" job run "$work/job.yaml" --chunk 4/3; [ $? -eq 2 ] || fail "bad --chunk not a usage error"
+  # Generated scripts quote every path: run the Slurm script with a stand-in CLI that
+  # prints its arguments, for a job file under a hostile folder name.
+  odd="$work/q'uote \$(touch pwned) \`touch pwned2\` sp ace"$'\n'"nl"
+  mkdir -p "$odd" && ln -s "$work/clips" "$odd/clips" && cp "$work/job.yaml" "$odd/job.yaml" || fail "odd folder"
+  "$cli" job export "$odd/job.yaml" --to slurm -o "$work/odd.sbatch" --log-dir "$work" || fail "export odd"
+  printf '#!/bin/sh\nfor a in "$@"; do printf "%%s|" "$a"; done\n' > "$work/args.sh" && chmod +x "$work/args.sh"
+  sed "s|^exec '[^']*'|exec '$work/args.sh'|" "$work/odd.sbatch" > "$work/odd_run.sh"
+  got=$(cd "$work" && SLURM_ARRAY_TASK_ID=1 bash "$work/odd_run.sh") || fail "odd script did not run"
+  [ "$got" = "job|run|$odd/job.yaml|--chunk|1/3|--quiet|" ] || fail "arguments mangled: $got"
+  [ -z "$(find "$work" -name 'pwned*')" ] || fail "the job path was executed by the shell"
+  "$cli" job export "$odd/job.yaml" --to openjd -o "$work/odd.template.yaml" || fail "export openjd odd"
+  "$venv_bin/openjd" check "$work/odd.template.yaml" > /dev/null || fail "openjd check of the odd template"
   printf 'clips_root: clips\nchunk_size: -1\n' > "$work/bad.yaml"
   "$cli" job validate "$work/bad.yaml" 2> "$work/bad.txt"; [ $? -eq 2 ] || fail "bad job not exit 2"
   grep -q "bad.yaml:2: key 'chunk_size': invalid value '-1'" "$work/bad.txt" || { cat "$work/bad.txt"; fail "schema message"; }
@@ -45,13 +57,19 @@ openjd)
   [ "$(count)" -eq 3 ] || fail "openjd chunk 2/2 of sh010 (frames 3-5) wrote $(count) mattes, expected 3"
   ;;
 slurm)
+  # The job file lives in a folder whose name holds a quote, $(...), spaces and a newline:
+  # the generated script must pass it as one word and run nothing from it.
+  odd="$work/it's \$(touch pwned) \`touch pwned2\` and"$'\n'"a newline"
+  mkdir -p "$odd" && ln -s "$work/clips" "$odd/clips" && cp "$work/job.yaml" "$odd/job.yaml" || fail "odd folder"
   conf=$(bash "$(dirname "$0")/slurm/start_slurm.sh" "$work/slurm"); rc=$?
   [ $rc -eq 77 ] && { echo "SKIPPED: $conf"; exit 77; }
   [ $rc -eq 0 ] || { echo "$conf"; fail "slurm did not start"; }
   export SLURM_CONF=$conf
   trap 'bash "$(dirname "$0")/slurm/stop_slurm.sh" "$work/slurm"' EXIT
-  "$cli" job export "$work/job.yaml" --to slurm -o "$work/job.sbatch" --log-dir "$work" || fail "export slurm"
-  jid=$(sbatch --parsable "$work/job.sbatch") || fail "sbatch"
+  "$cli" job export "$odd/job.yaml" --to slurm -o "$work/bad.sbatch" 2> "$work/logdir.txt"; rc=$?
+  [ $rc -eq 2 ] && grep -q "log folder" "$work/logdir.txt" || fail "a newline in the default log folder was not refused ($rc)"
+  "$cli" job export "$odd/job.yaml" --to slurm -o "$work/job.sbatch" --log-dir "$work" || fail "export slurm"
+  jid=$(cd "$work" && sbatch --parsable "$work/job.sbatch") || fail "sbatch"
   for i in $(seq 1 180); do
     [ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] && break
     sleep 1
@@ -62,6 +80,7 @@ slurm)
   echo "$states" | grep -v -q 'JobState=COMPLETED' && { cat "$work"/citest-*.out; fail "not every array task completed"; }
   [ "$(echo "$states" | awk '{s+=$1} END {print s}')" -eq 3 ] || fail "expected 3 array tasks"
   [ "$(count)" -eq 8 ] || fail "slurm wrote $(count) mattes, expected 8"
+  [ -z "$(find "$work" -name 'pwned*')" ] || fail "the job path was executed by the shell"
   ;;
 esac
 echo "job $mode: ok"

@@ -21,6 +21,9 @@
 #include <cmath>
 #include <fstream>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace corridorkey;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
@@ -335,5 +338,169 @@ TEST_CASE("EXR plates are keyed as sRGB by default, with a warning; --color auto
   CHECK_THAT(started.back(), Contains("linear input"));
   const auto lin = io::read_image((clip / "Output" / "Matte" / "plate_0001.exr").string());
   CHECK(lin.pixels != srgb.pixels);  // the colour space reached the model
+  fs::remove_all(root);
+}
+
+namespace {
+InferenceOptions one_clip(const fs::path& clip) {
+  InferenceOptions job;
+  job.paths = {clip.string()};
+  job.color = ColorSpace::Linear;
+  return job;
+}
+void truncate_file(const fs::path& p, double keep) {
+  const auto n = fs::file_size(p);
+  fs::resize_file(p, static_cast<uintmax_t>(static_cast<double>(n) * keep));
+}
+}  // namespace
+
+TEST_CASE("--on-error stop writes every frame before the failing one", "[pipeline]") {
+  // Frame 3 of 5 is a truncated PNG: it fails fast, while frames 1-2 are still being read
+  // by the other reader. Earlier runs lost them; several runs cover the race.
+  const auto root = ck_test::temp_dir("stop_before");
+  for (int run = 0; run < 4; ++run) {
+    const auto clip = make_clip(root, "s" + std::to_string(run), 5);
+    fs::remove(clip / "AlphaHint" / "hint_0003.png");
+    std::ofstream(clip / "AlphaHint" / "hint_0003.png") << "\x89PNG\r\n\x1a\n broken";
+    auto job = one_clip(clip);
+    job.read_workers = 2;
+    job.on_error = OnError::Stop;
+    const auto s = run_inference(engine_opts(), job);
+    INFO("run " << run);
+    CHECK(s.frames_failed == 1);
+    CHECK(fs::exists(clip / "Output" / "Matte" / "plate_0001.exr"));
+    CHECK(fs::exists(clip / "Output" / "Matte" / "plate_0002.exr"));
+    CHECK_FALSE(fs::exists(clip / "Output" / "Matte" / "plate_0003.exr"));
+  }
+  fs::remove_all(root);
+}
+
+TEST_CASE("--skip-existing decodes outputs fully: a truncated EXR is keyed again", "[pipeline]") {
+  const auto root = ck_test::temp_dir("skip_trunc");
+  const auto clip = make_clip(root, "t", 3);
+  auto job = one_clip(clip);
+  REQUIRE(run_inference(engine_opts(), job).frames_done == 3);
+  const auto matte = clip / "Output" / "Matte" / "plate_0002.exr";
+  const auto full = io::read_image(matte.string());
+  truncate_file(matte, 0.6);  // the offset table survives: isComplete() alone would pass it
+  CHECK_FALSE(io::readable_output(matte.string()));
+  job.skip_existing = true;
+  const auto s = run_inference(engine_opts(), job);
+  CHECK(s.frames_skipped == 2);
+  CHECK(s.frames_done == 1);
+  CHECK(io::readable_output(matte.string()));
+  CHECK(io::read_image(matte.string()).pixels == full.pixels);
+  fs::remove_all(root);
+}
+
+TEST_CASE("temporary files of killed runs are removed, a live process's are kept", "[pipeline]") {
+  const auto root = ck_test::temp_dir("stale_tmp");
+  const auto clip = make_clip(root, "k", 1);
+  const auto fg = clip / "Output" / "FG";
+  fs::create_directories(fg);
+  // A dead process: a child that has exited. A live one: this process's parent (pid 1 may
+  // not be ours to signal in a container, but it is alive either way).
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  const auto own = fs::path(io::temp_path_for((fg / "x.exr").string())).filename().string();
+  const auto host_part = own.substr(0, own.find('.', std::string(".ck-tmp.").size()) + 1);
+  const auto dead = fg / (host_part + std::to_string(child) + ".7");
+  const auto live = fg / (host_part + std::to_string(::getppid()) + ".7");
+  const auto other_host = fg / ".ck-tmp.some-other-host.12345.0";
+  for (const auto& p : {dead, live, other_host}) std::ofstream(p) << "partial";
+  std::vector<std::string> warnings;
+  run_inference(engine_opts(), one_clip(clip), [&](const PipelineEvent& e) {
+    if (e.kind == PipelineEvent::Kind::Warning) warnings.push_back(e.message);
+  });
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(other_host));
+  CHECK(std::any_of(warnings.begin(), warnings.end(),
+                    [](const std::string& w) { return w.find("left by a killed run") != std::string::npos; }));
+  fs::remove_all(root);
+}
+
+TEST_CASE("frame names up to the filesystem's limit are written", "[pipeline]") {
+  const auto root = ck_test::temp_dir("longname");
+  const auto clip = make_clip(root, "l", 1);
+  const std::string stem(250, 'n');  // + ".exr" = 254 bytes, the limit is 255
+  fs::rename(clip / "Input" / "plate_0001.exr", clip / "Input" / (stem + ".exr"));
+  const auto s = run_inference(engine_opts(), one_clip(clip));
+  CHECK(s.frames_done == 1);
+  CHECK(fs::exists(clip / "Output" / "Matte" / (stem + ".exr")));
+  CHECK(fs::exists(clip / "Output" / "Comp" / (stem + ".png")));
+  fs::remove_all(root);
+}
+
+TEST_CASE("odd inputs: frame ranges, broken links, oversized headers, colour hints", "[pipeline]") {
+  const auto root = ck_test::temp_dir("odd");
+  SECTION("a frame range past the end names the clip") {
+    const auto clip = make_clip(root, "r", 3);
+    auto job = one_clip(clip);
+    job.frames = "99-100";
+    CHECK_THROWS_AS(run_inference(engine_opts(), job), ConfigError);
+    CHECK_THROWS_WITH(run_inference(engine_opts(), job), Contains("no frame of clip 'r'") && Contains("3 frames"));
+  }
+  SECTION("a dangling symlink frame is named, not silently skipped") {
+    const auto clip = make_clip(root, "b", 3);
+    fs::remove(clip / "Input" / "plate_0002.exr");
+    fs::create_symlink(root / "nowhere.exr", clip / "Input" / "plate_0002.exr");
+    CHECK_THROWS_AS(run_inference(engine_opts(), one_clip(clip)), IoError);
+    CHECK_THROWS_WITH(run_inference(engine_opts(), one_clip(clip)),
+                      Contains("plate_0002.exr") && Contains("broken symbolic link"));
+  }
+  SECTION("headers declaring too many pixels are refused before decoding") {
+    // A PNG header claiming 100000 x 100000 (8-bit RGBA: 40 GB decoded).
+    const auto png = root / "huge.png";
+    const unsigned char ihdr[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+                                  0x00, 0x01, 0x86, 0xA0, 0x00, 0x01, 0x86, 0xA0, 8, 6, 0, 0, 0};
+    std::ofstream(png, std::ios::binary).write(reinterpret_cast<const char*>(ihdr), sizeof ihdr);
+    CHECK_THROWS_AS(io::read_image(png.string()), IoError);
+    CHECK_THROWS_WITH(io::read_image(png.string()),
+                      Contains("huge.png") && Contains("100000x100000") && Contains("--max-pixels"));
+    // An EXR, through the pipeline's own limit.
+    const auto clip = make_clip(root, "m", 2);
+    auto job = one_clip(clip);
+    job.max_pixels = 100 * 100;  // the plates are 320 x 180
+    job.on_error = OnError::Skip;
+    std::vector<std::string> errors;
+    const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::FrameFailed) errors.push_back(e.message);
+    });
+    CHECK(s.frames_failed == 2);
+    REQUIRE_FALSE(errors.empty());
+    CHECK_THAT(errors[0], Contains("plate_000") && Contains("320x180") && Contains("limit of 10000"));
+  }
+  SECTION("a matte stored in a colour channel of an RGB hint is read, with a warning") {
+    const auto clip = make_clip(root, "c", 1);
+    auto grey = engine_opts();
+    const auto ref = run_inference(grey, one_clip(clip));
+    REQUIRE(ref.frames_done == 1);
+    const auto want = io::read_image((clip / "Output" / "Matte" / "plate_0001.exr").string());
+    // The same matte in the blue channel only of an RGB PNG (R and G black).
+    const auto hint = io::read_image((clip / "AlphaHint" / "hint_0001.png").string());
+    Image rgb;
+    rgb.width = hint.width;
+    rgb.height = hint.height;
+    rgb.channels = 3;
+    rgb.pixels.assign(static_cast<size_t>(hint.width) * hint.height * 3, 0.f);
+    for (size_t i = 0; i < hint.pixels.size(); ++i) rgb.pixels[i * 3 + 2] = hint.pixels[i];
+    fs::remove(clip / "AlphaHint" / "hint_0001.png");
+    io::write_image16((clip / "AlphaHint" / "hint_0001.png").string(), rgb);
+    std::vector<std::string> warnings;
+    const auto s = run_inference(grey, one_clip(clip), [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::Warning) warnings.push_back(e.message);
+    });
+    CHECK(s.frames_done == 1);
+    CHECK(std::any_of(warnings.begin(), warnings.end(),
+                      [](const std::string& w) { return w.find("max(R, G, B)") != std::string::npos; }));
+    const auto got = io::read_image((clip / "Output" / "Matte" / "plate_0001.exr").string());
+    REQUIRE(got.pixels.size() == want.pixels.size());
+    double worst = 0;
+    for (size_t i = 0; i < got.pixels.size(); ++i)
+      worst = std::max(worst, static_cast<double>(std::fabs(got.pixels[i] - want.pixels[i])));
+    CHECK(worst < 1e-3);  // same matte as the grey hint (half-float outputs)
+  }
   fs::remove_all(root);
 }

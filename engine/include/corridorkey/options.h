@@ -129,6 +129,9 @@ struct InferenceOptions {
   ColorSpace color = ColorSpace::Srgb;
   int read_workers = 2;
   int write_workers = 2;
+  /// Frames whose header declares more pixels are refused before decoding (default
+  /// 16384 x 16384): a corrupt or hostile header cannot make the reader allocate gigabytes.
+  int64_t max_pixels = int64_t{16384} * 16384;
   /// Nice level of reader and writer threads (0..19): on a CPU node they yield the cores
   /// to inference, which is what bounds throughput.
   int io_nice = 10;

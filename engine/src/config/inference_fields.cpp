@@ -78,6 +78,9 @@ std::vector<Field<O>> rows() {
                               "decode + pre-process threads"));
   r.push_back(int_row<O, int>("write_workers", I, &O::write_workers, 1, 64,
                               "post-process + encode threads"));
+  r.push_back(int_row<O, int64_t>("max_pixels", I, &O::max_pixels, 1, int64_t{1} << 36,
+                                  "refuse frames whose header declares more pixels (before decoding)",
+                                  "a pixel count in 1..68719476736"));
   r.push_back(int_row<O, int>("io_nice", I, &O::io_nice, 0, 19,
                               "nice level of reader/writer threads, so inference keeps the cores"));
   r.push_back(text_row<O>("output_root", I, &O::output_root,

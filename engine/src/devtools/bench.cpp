@@ -161,6 +161,9 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
                                 const std::function<void(const BenchRow&)>& on_row) {
   CK_CHECK(!b.profiles.empty(), ConfigError, "bench: no --profile given");
   CK_CHECK(b.frames >= 1, ConfigError, "bench: --frames must be >= 1, got ", b.frames);
+  CK_CHECK(b.warmup >= 0, ConfigError, "bench: --warmup must be >= 0, got ", b.warmup);
+  CK_CHECK(b.img_size >= 32 && b.img_size <= 16384 && b.img_size % 32 == 0, ConfigError,
+           "bench: --img-size ", b.img_size, " is not a multiple of 32 in 32..16384");
   CK_CHECK(!b.checkpoint.empty() || !b.random_arch.empty(), ConfigError,
            "bench: give --checkpoint FILE or --random-weights");
   if (b.refiner_only) return refiner_bench(b, on_row);

@@ -15,6 +15,11 @@ CORRIDORKEY_NAMESPACE_BEGIN
 PipelineBenchResult run_pipeline_bench(const BenchOptions& b) {
   namespace fs = std::filesystem;
   PipelineBenchResult r;
+  CK_CHECK(b.pipeline_frames >= 1 && b.pipeline_width >= 8 && b.pipeline_height >= 8 &&
+               b.pipeline_width <= 16384 && b.pipeline_height <= 16384,
+           ConfigError, "bench --pipeline: --clip-frames must be >= 1 and --clip-size within "
+           "8x8..16384x16384, got ", b.pipeline_frames, " frames of ", b.pipeline_width, "x",
+           b.pipeline_height);
   const auto dir = fs::temp_directory_path() / ("ck_pipeline_bench_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   r.clip_dir = dir.string();

@@ -4,9 +4,39 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <set>
 #include <sstream>
 
 CORRIDORKEY_NAMESPACE_BEGIN
+
+namespace {
+
+/// One word for /bin/sh whatever it holds (quotes, $(), spaces, newlines): single quotes,
+/// with each ' written as '\''. Nothing inside single quotes is expanded by the shell.
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+/// Open Job Description expands {{...}} in every argument, and has no escape for it.
+void check_no_format_string(const std::string& what, const std::string& value) {
+  CK_CHECK(value.find("{{") == std::string::npos && value.find("}}") == std::string::npos,
+           ConfigError, what, " '", value, "' contains '{{' or '}}', which Open Job Description "
+           "would read as a format string; rename it");
+}
+
+/// OpenJD step names: 1-64 characters, no control characters; made unique.
+std::string step_name(const std::string& clip, std::set<std::string>& used) {
+  std::string n = "key-";
+  for (unsigned char c : clip) n += (c < 0x20 || c == 0x7f) ? '_' : static_cast<char>(c);
+  if (n.size() > 60) n.resize(60);
+  std::string u = n;
+  for (int k = 2; !used.insert(u).second; ++k) u = n + "-" + std::to_string(k);
+  return u;
+}
+
+}  // namespace
 
 std::string export_openjd(const JobSpec& job, const JobFrames& jf, const std::string& cli) {
   YAML::Emitter e;
@@ -14,11 +44,16 @@ std::string export_openjd(const JobSpec& job, const JobFrames& jf, const std::st
   e << YAML::Key << "specificationVersion" << YAML::Value << "jobtemplate-2023-09";
   e << YAML::Key << "name" << YAML::Value << job.name;
   e << YAML::Key << "steps" << YAML::Value << YAML::BeginSeq;
+  check_no_format_string("the job file path", job.file);
+  check_no_format_string("the corridorkey-engine path", cli);
+  std::set<std::string> used;
   for (size_t i = 0; i < jf.clip_names.size(); ++i) {
     const int n = static_cast<int>(plan_clip_chunks(jf, jf.clip_names[i], 0, job.chunk_size).size());
-    // Step names: letters, digits, '-', '_' and spaces; clip names are folder names.
+    check_no_format_string("clip name", jf.clip_names[i]);
+    // The command runs without a shell (command + args), so paths need no quoting; the
+    // step name is display text, kept to what OpenJD allows.
     e << YAML::BeginMap;
-    e << YAML::Key << "name" << YAML::Value << ("key-" + jf.clip_names[i]);
+    e << YAML::Key << "name" << YAML::Value << step_name(jf.clip_names[i], used);
     e << YAML::Key << "parameterSpace" << YAML::Value << YAML::BeginMap;
     e << YAML::Key << "taskParameterDefinitions" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
     e << YAML::Key << "name" << YAML::Value << "Chunk";
@@ -43,6 +78,13 @@ std::string export_openjd(const JobSpec& job, const JobFrames& jf, const std::st
 std::string export_slurm(const JobSpec& job, const JobFrames& jf, const std::string& cli,
                          const std::string& log_dir) {
   const int n = static_cast<int>(plan_chunks(jf, 0, job.chunk_size).size());
+  // #SBATCH lines are not shell words: sbatch splits them at whitespace and a newline would
+  // end the comment and start a shell command. The log folder must be plain; everything on
+  // the command line is quoted.
+  for (char c : log_dir)
+    CK_CHECK(c != '\n' && c != '\r' && c != ' ' && c != '\t' && c != '%', ConfigError,
+             "slurm export: the log folder '", log_dir, "' contains whitespace, a newline or '%', "
+             "which #SBATCH --output cannot hold; pass --log-dir with a plain path");
   std::ostringstream s;
   s << "#!/bin/bash\n"
     << "# Slurm array job written by corridorkey-engine job export: one array task per chunk.\n"
@@ -53,8 +95,8 @@ std::string export_slurm(const JobSpec& job, const JobFrames& jf, const std::str
     << "#SBATCH --output=" << log_dir << "/" << job.name << "-%A_%a.out\n";
   if (job.engine.device.rfind("cuda", 0) == 0) s << "#SBATCH --gres=gpu:1\n";
   s << "set -euo pipefail\n"
-    << "exec '" << cli << "' job run '" << job.file << "' --chunk \"${SLURM_ARRAY_TASK_ID}/" << n
-    << "\" --quiet\n";
+    << "exec " << shell_quote(cli) << " job run " << shell_quote(job.file) << " --chunk \"${SLURM_ARRAY_TASK_ID}/"
+    << n << "\" --quiet\n";
   return s.str();
 }
 

@@ -54,7 +54,13 @@ bool find_source(const fs::path& clip, const std::string& name, FrameSource& src
   if (fs::is_directory(dir, ec)) {
     std::vector<std::string> images, videos;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
-      if (!e.is_regular_file() || hidden(e.path())) continue;
+      if (hidden(e.path())) continue;
+      std::error_code lec;
+      // A frame that is a dangling link would only show as a short count (and pair frames
+      // wrongly under --allow-mismatch): name it.
+      CK_CHECK(!(e.is_symlink(lec) && !fs::exists(e.path(), lec)), IoError, e.path().string(),
+               ": broken symbolic link (its target does not exist)");
+      if (!e.is_regular_file()) continue;
       const auto p = e.path().string();
       if (is_image_file(p)) images.push_back(p);
       else if (is_video_file(p)) videos.push_back(p);

@@ -19,6 +19,8 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <cerrno>
+#include <csignal>
 #include <unistd.h>
 
 namespace corridorkey::io {
@@ -76,7 +78,12 @@ Image read_exr(const std::string& path) {
 }
 
 Image read_cv(const std::string& path) {
-  cv::Mat m = cv::imread(path, cv::IMREAD_UNCHANGED);
+  cv::Mat m;
+  try {
+    m = cv::imread(path, cv::IMREAD_UNCHANGED);
+  } catch (const std::exception& e) {  // OpenCV's own limits and assertions
+    throw IoError(path + ": cannot decode image: " + e.what());
+  }
   CK_CHECK(!m.empty(), IoError, path, ": cannot decode image (corrupt, truncated or unsupported)");
   const int ch = m.channels();
   double scale = 1.0;
@@ -112,11 +119,12 @@ bool is_video_file(const std::string& path) {
   return std::any_of(std::begin(exts), std::end(exts), [&](const char* x) { return e == x; });
 }
 
-Image read_image(const std::string& path) {
+Image read_image(const std::string& path, int64_t max_pixels) {
   std::error_code ec;
   CK_CHECK(fs::is_regular_file(path, ec), IoError, path, ": file does not exist");
   const auto e = lower_ext(path);
   CK_CHECK(e != ".dpx", IoError, path, ": DPX is not supported yet; convert to EXR or 16-bit TIFF");
+  check_image_size(path, max_pixels);  // before any pixel memory is allocated
   return e == ".exr" ? read_exr(path) : read_cv(path);
 }
 
@@ -145,12 +153,54 @@ const char* to_string(ExrCompression c) {
   return "?";
 }
 
-void atomic_write(const std::string& path, const std::function<void(const std::string&)>& write_to) {
+namespace {
+/// This host's name as it appears in temporary file names: [A-Za-z0-9-], at most 24 chars.
+const std::string& host_tag() {
+  static const std::string tag = [] {
+    char buf[256] = {};
+    std::string h = ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "host";
+    std::string t;
+    for (char c : h)
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '-') t += c;
+    if (t.empty()) t = "host";
+    return t.substr(0, 24);
+  }();
+  return tag;
+}
+constexpr const char* kTempPrefix = ".ck-tmp.";
+}  // namespace
+
+std::string temp_path_for(const std::string& path) {
+  // .ck-tmp.<host>.<pid>.<counter>: fixed length whatever the output's name (a 255-byte
+  // frame name plus a suffix would exceed NAME_MAX), one per write.
   static std::atomic<unsigned> counter{0};
-  const fs::path p(path);
-  const auto tmp = (p.parent_path() / ("." + p.filename().string() + ".tmp" +
-                                       std::to_string(::getpid()) + "_" + std::to_string(counter++)))
-                       .string();
+  return (fs::path(path).parent_path() /
+          (kTempPrefix + host_tag() + "." + std::to_string(::getpid()) + "." +
+           std::to_string(counter++)))
+      .string();
+}
+
+int remove_stale_temp_files(const std::string& dir) {
+  int removed = 0;
+  std::error_code ec;
+  const std::string mine = kTempPrefix + host_tag() + ".";
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.rfind(mine, 0) != 0) continue;  // not ours, or another host's
+    const auto rest = name.substr(mine.size());
+    const auto dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0 || dot > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dot)));
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
+    std::error_code rm;
+    if (fs::remove(it->path(), rm)) ++removed;
+  }
+  return removed;
+}
+
+void atomic_write(const std::string& path, const std::function<void(const std::string&)>& write_to) {
+  const auto tmp = temp_path_for(path);
   try {
     write_to(tmp);
     std::error_code ec;
@@ -255,8 +305,30 @@ bool readable_output(const std::string& path) {
   if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) == 0) return false;
   try {
     if (lower_ext(path) == ".exr") {
+      // isComplete() only checks the offset table: a file cut in half can pass it. Decode
+      // every scanline, 64 rows at a time, into a small buffer.
       Imf::InputFile f(path.c_str());
-      return f.isComplete();
+      if (!f.isComplete()) return false;
+      const auto dw = f.header().dataWindow();
+      const int w = dw.max.x - dw.min.x + 1;
+      const auto& cl = f.header().channels();
+      int nch = 0;
+      for (auto c = cl.begin(); c != cl.end(); ++c) ++nch;
+      constexpr int kRows = 64;
+      std::vector<float> buf(static_cast<size_t>(w) * kRows * std::max(nch, 1));
+      for (int y0 = dw.min.y; y0 <= dw.max.y; y0 += kRows) {
+        const int y1 = std::min(dw.max.y, y0 + kRows - 1);
+        Imf::FrameBuffer fb;
+        const size_t xs = sizeof(float) * nch, ys = xs * w;
+        char* base = reinterpret_cast<char*>(buf.data()) -
+                     (static_cast<ptrdiff_t>(dw.min.x) * xs + static_cast<ptrdiff_t>(y0) * ys);
+        int k = 0;
+        for (auto c = cl.begin(); c != cl.end(); ++c, ++k)
+          fb.insert(c.name(), Imf::Slice(Imf::FLOAT, base + k * sizeof(float), xs, ys));
+        f.setFrameBuffer(fb);
+        f.readPixels(y0, y1);
+      }
+      return true;
     }
     return !cv::imread(path, cv::IMREAD_UNCHANGED).empty();
   } catch (const std::exception&) {

@@ -5,6 +5,8 @@
 
 #include <corridorkey/image.h>
 
+#include "io/image_header.h"
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -12,8 +14,9 @@
 namespace corridorkey::io {
 
 /// Reads an image as float32: 8-bit /255, 16-bit /65535, float as is; channels as stored
-/// (RGB or RGBA order; 1 for grey / Y / single-channel EXR). Throws IoError naming the file.
-Image read_image(const std::string& path);
+/// (RGB or RGBA order; 1 for grey / Y / single-channel EXR). Throws IoError naming the file,
+/// also when the header declares more than max_pixels pixels (checked before decoding).
+Image read_image(const std::string& path, int64_t max_pixels = kDefaultMaxPixels);
 
 /// True for the still-image extensions the reader handles (case-insensitive).
 bool is_image_file(const std::string& path);
@@ -36,8 +39,19 @@ void write_png8(const std::string& path, const Image& image);
 /// compositing tools write hints and plates. Atomic like write_exr.
 void write_image16(const std::string& path, const Image& image);
 
-/// True if the file exists and its header decodes (used by --skip-existing).
+/// True if the file exists and decodes completely, every pixel (used by --skip-existing: a
+/// file cut short by a crash or a full disk is redone, not trusted).
 bool readable_output(const std::string& path);
+
+/// Name of the temporary file a write to `path` goes through: in the same folder, short
+/// (works for names up to the filesystem's limit), and tagged with host and process so a
+/// later run can tell a dead process's leftovers from a live one's.
+std::string temp_path_for(const std::string& path);
+
+/// Removes temporary files in `dir` left by dead processes of this host (killed before
+/// they could rename or clean up). Files of live processes and of other hosts (a shared
+/// farm folder) are left alone. Returns how many were removed.
+int remove_stale_temp_files(const std::string& dir);
 
 /// Sequential video decoding (one frame at a time, RGB float 0..1).
 class VideoReader {

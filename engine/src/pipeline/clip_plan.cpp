@@ -64,12 +64,19 @@ Plan plan_job(const InferenceOptions& job) {
       for (int i = 0; i < n; ++i) sel.push_back(i);
     } else {
       sel = io::parse_frame_ranges(job.frames, n);
+      CK_CHECK(!sel.empty(), ConfigError, "--frames '", job.frames, "' selects no frame of clip '",
+               c.name, "', which has ", n, " frames (1-", n, ")");
     }
     for (const char* d : {"FG", "Matte", "Processed", "Comp"}) {
       std::error_code ec;
       fs::create_directories(p.out / d, ec);
       CK_CHECK(!ec && fs::is_directory(p.out / d), IoError, (p.out / d).string(),
                ": output folder cannot be created (", ec ? ec.message() : "not a folder", ")");
+      // Leftovers of a run killed mid-write (SIGKILL, power loss): its temp files.
+      if (const int n_stale = io::remove_stale_temp_files((p.out / d).string()))
+        plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", (p.out / d).string(),
+                               "removed " + std::to_string(n_stale) +
+                                   " temporary file(s) left by a killed run"});
     }
     for (int i : sel) {
       if (job.skip_existing) {

@@ -65,7 +65,9 @@ ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
   it.x = detail::rethrow_torch(file + ": pre-processing", [&] {
     c10::InferenceMode guard;
     auto pt = detail::view_to_tensor(plate.view(), 3, "plate");
-    auto ht = detail::view_to_tensor(hint.view(), 1, "hint");
+    std::string note;
+    auto ht = detail::hint_to_tensor(hint.view(), &note);
+    if (!note.empty()) it.warnings.push_back(note);
     return detail::preprocess(pt, ht, S_, p.linear, torch::kCPU);
   });
   it.timings.preprocess_ms = ms_since(t);
@@ -77,8 +79,8 @@ ReadItem FrameReader::read_frame(size_t ci, int index) const {
   const auto& file = p.clip.input.frames[index];
   try {
     const auto t = Clock::now();
-    Image plate = io::read_image(file);
-    Image hint = io::read_image(p.clip.hint.frames[index]);
+    Image plate = io::read_image(file, max_pixels_);
+    Image hint = io::read_image(p.clip.hint.frames[index], max_pixels_);
     return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t));
   } catch (const std::exception& e) {
     return ReadItem::failed(ci, index, p.stems[index], file, e.what());
@@ -110,12 +112,12 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
         CK_CHECK(vin->next(plate), IoError, p.clip.input.video, ": video ended at frame ", i,
                  " (container reported ", p.clip.input.count(), ")");
       } else if (wanted) {
-        plate = io::read_image(file);
+        plate = io::read_image(file, max_pixels_);
       }
       if (vhint) {
         CK_CHECK(vhint->next(hint), IoError, p.clip.hint.video, ": hint video ended at frame ", i);
       } else if (wanted) {
-        hint = io::read_image(p.clip.hint.frames[i]);
+        hint = io::read_image(p.clip.hint.frames[i], max_pixels_);
       }
     } catch (const std::exception& e) {
       err = e.what();

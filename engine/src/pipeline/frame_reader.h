@@ -11,8 +11,8 @@ namespace corridorkey::pipeline {
 
 class FrameReader {
  public:
-  FrameReader(const std::vector<ClipPlan>& plans, int64_t model_size)
-      : plans_(plans), S_(model_size) {}
+  FrameReader(const std::vector<ClipPlan>& plans, int64_t model_size, int64_t max_pixels)
+      : plans_(plans), S_(model_size), max_pixels_(max_pixels) {}
 
   /// One frame of an image sequence; never throws (a failure is a ReadItem with .error).
   ReadItem read_frame(size_t clip, int index) const;
@@ -28,6 +28,7 @@ class FrameReader {
 
   const std::vector<ClipPlan>& plans_;
   int64_t S_;
+  int64_t max_pixels_;
 };
 
 }  // namespace corridorkey::pipeline

@@ -15,7 +15,10 @@
 #include "timing.h"
 
 #include <atomic>
+#include <climits>
+#include <cstdint>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <sys/resource.h>
@@ -78,7 +81,7 @@ class Pipeline {
            std::to_string(p.frames.size()) + " frames" + (p.linear ? ", linear input" : ""));
     for (const auto& d : plan_.events) emit(d.kind, d.clip, d.frame, d.file, d.message);
 
-    FrameReader reader(plan_.clips, impl_.S);
+    FrameReader reader(plan_.clips, impl_.S, job_.max_pixels);
     std::vector<std::thread> readers, writers;
     readers_left_ = job_.read_workers;
     for (int i = 0; i < job_.read_workers; ++i) readers.emplace_back([&] { read_loop(reader); });
@@ -152,14 +155,27 @@ class Pipeline {
     if (--readers_left_ == 0) read_q_.close();
   }
 
+  /// Position of a frame in the job (clips in order, then frames): what "before the
+  /// failure" means for --on-error stop.
+  static std::pair<size_t, int> position(const ReadItem& it) { return {it.clip, it.index}; }
+
   void fail(const ReadItem& it, const std::string& why) {
     {
       std::lock_guard<std::mutex> l(summary_m_);
       ++summary_.frames_failed;
       summary_.failures.push_back(why);
+      if (job_.on_error == OnError::Stop && position(it) < stop_at_) stop_at_ = position(it);
     }
     emit(PipelineEvent::Kind::FrameFailed, plan_.clips[it.clip].clip.name, it.stem, it.file, why);
     if (job_.on_error == OnError::Stop) stop_ = true;
+  }
+
+  /// Under --on-error stop, frames before the failing one are still keyed and written
+  /// (readers may deliver them after the failure: frames are read in parallel).
+  bool keep_despite_stop(const ReadItem& it) {
+    if (job_.cancel && job_.cancel->load()) return false;
+    std::lock_guard<std::mutex> l(summary_m_);
+    return position(it) < stop_at_;
   }
 
   void inference_loop() {
@@ -167,20 +183,22 @@ class Pipeline {
     while (auto item = read_q_.pop()) {
       summary_.infer_wait_ms += ms_since(t_wait);
       auto& it = *item;
-      for (const auto& w : it.warnings)
-        emit(PipelineEvent::Kind::Warning, plan_.clips[it.clip].clip.name, it.stem, it.file, w);
+      for (const auto& w : it.warnings)  // each distinct warning once per clip
+        if (warned_.insert({it.clip, w}).second)
+          emit(PipelineEvent::Kind::Warning, plan_.clips[it.clip].clip.name, it.stem, it.file, w);
       if (!it.error.empty()) {
         fail(it, it.error);
         t_wait = Clock::now();
         continue;
       }
-      if (stopping()) continue;  // drain without keying
+      if (stopping() && !keep_despite_stop(it)) continue;  // drain without keying
       WriteItem w;
       try {
         const auto t = Clock::now();
         auto x = impl_.device.is_cuda() ? it.x.pin_memory().to(impl_.device, /*non_blocking=*/true)
                                         : it.x.to(impl_.device);
         auto run = impl_.infer(x);
+        detail::check_finite_outputs(run, it.file);
         w.outputs = dma_.start(run.alpha, run.fg);
         it.timings.infer_ms = ms_since(t);
         it.timings.encoder_ms = run.timings.encoder_ms;
@@ -233,6 +251,8 @@ class Pipeline {
   int readers_left_ = 0;
   std::mutex task_m_, summary_m_, event_m_;
   std::atomic<bool> stop_{false};
+  std::pair<size_t, int> stop_at_{SIZE_MAX, INT_MAX};
+  std::set<std::pair<size_t, std::string>> warned_;  // first failing frame (on_error stop)
   BoundedQueue<ReadItem> read_q_{4};
   BoundedQueue<WriteItem> write_q_{4};
   JobSummary summary_;

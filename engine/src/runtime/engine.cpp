@@ -90,11 +90,12 @@ FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& h
   auto t0 = Clock::now();
   const auto x = detail::rethrow_torch("pre-processing", [&] {
     auto p = detail::view_to_tensor(plate, 3, "plate");
-    auto h = detail::view_to_tensor(hint, 1, "hint");
+    auto h = detail::hint_to_tensor(hint);
     return detail::preprocess(p, h, I.S, I.opt.input_is_linear, I.device);
   });
   res.timings.preprocess_ms = ms_since(t0);
   auto run = I.infer(x);
+  detail::check_finite_outputs(run, "process_frame");
   const uint64_t run_peaks[3] = {run.encoder_peak, run.decoders_peak, run.refiner_peak};
   res.timings.encoder_ms = run.timings.encoder_ms;
   res.timings.decoders_ms = run.timings.decoders_ms;

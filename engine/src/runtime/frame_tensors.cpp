@@ -31,6 +31,20 @@ torch::Tensor view_to_tensor(const ImageView& v, int max_channels, const char* w
   return out;
 }
 
+torch::Tensor hint_to_tensor(const ImageView& hint, std::string* note) {
+  if (hint.channels <= 2) return view_to_tensor(hint, 1, "hint");
+  const auto all = view_to_tensor(hint, 4, "hint");  // [H,W,C] float
+  const auto rgb = all.slice(2, 0, 3);
+  const auto r = rgb.slice(2, 0, 1);
+  if (torch::equal(r.expand_as(rgb), rgb)) return r.contiguous();  // grey saved as RGB
+  if (all.size(2) == 4 && rgb.abs().max().item<float>() == 0.f) {
+    if (note) *note = "hint's colour channels are black: using its alpha channel";
+    return all.slice(2, 3, 4).contiguous();
+  }
+  if (note) *note = "hint's colour channels differ: using max(R, G, B) per pixel";
+  return std::get<0>(rgb.max(2, /*keepdim=*/true)).contiguous();
+}
+
 torch::Tensor linear_to_srgb(const torch::Tensor& x0) {
   auto x = x0.clamp_min(0);
   return torch::where(x <= 0.0031308, x * 12.92, 1.055 * x.pow(1.0 / 2.4) - 0.055);

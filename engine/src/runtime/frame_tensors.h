@@ -5,11 +5,20 @@
 
 #include <torch/types.h>
 
+#include <string>
+
 namespace corridorkey::detail {
 
 /// HWC float32 tensor on CPU holding the first `max_channels` channels of the view, scaled
 /// to 0..1 for integer types. Throws IoError for malformed views (naming `what`).
 torch::Tensor view_to_tensor(const ImageView& view, int max_channels, const char* what);
+
+/// The hint as one channel [H,W,1] float. One channel: itself; grey + alpha: the grey.
+/// Three or more: R when R, G and B are equal (a grey matte saved as RGB, as the reference
+/// reads it); else, when the colour channels are black and there is an alpha channel, the
+/// alpha; else max(R, G, B) per pixel, so a matte drawn in any colour channel is not read
+/// as black. `note` receives a line saying which rule applied when it was not the plain one.
+torch::Tensor hint_to_tensor(const ImageView& hint, std::string* note = nullptr);
 
 /// Reference pre-processing: plate [H,W,3] + hint [h,w,1] (CPU float) -> [1,4,S,S] on
 /// `device`: bilinear + antialias resize to S x S (aspect squashed), linear -> sRGB after

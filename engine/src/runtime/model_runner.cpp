@@ -78,6 +78,12 @@ struct ModelRunner::Aoti {
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
 };
 
+void check_finite_outputs(const ModelRun& run, const std::string& what) {
+  CK_CHECK(torch::isfinite(run.alpha).all().item<bool>() && torch::isfinite(run.fg).all().item<bool>(),
+           ModelError, what, ": the model produced non-finite alpha / fg (NaN or Inf): check the "
+           "checkpoint, refiner_scale and the plate");
+}
+
 torch::ScalarType weight_dtype_for(const EngineOptions& o, const torch::Device& device) {
   if (o.mixed_precision) return torch::kFloat;
   return to_dtype(resolve_precision(o.model_precision, device.str()));

@@ -19,6 +19,10 @@ struct ModelRun {
   double routed_stage2 = 1.0, routed_stage3 = 1.0;  // fraction of tokens through attention
 };
 
+/// A frame whose alpha or fg holds NaN or Inf is a failed frame (ModelError naming `what`),
+/// not a silently written NaN matte.
+void check_finite_outputs(const ModelRun& run, const std::string& what);
+
 /// The weights' storage type an engine with these options uses on `device` (float32 under
 /// autocast, else the resolved model_precision).
 torch::ScalarType weight_dtype_for(const EngineOptions& options, const torch::Device& device);

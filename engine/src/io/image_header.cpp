@@ -1,0 +1,118 @@
+#include "io/image_header.h"
+
+#include <corridorkey/errors.h>
+
+#include <ImfHeader.h>
+#include <ImfInputFile.h>
+
+#include <array>
+#include <cctype>
+#include <fstream>
+#include <vector>
+
+namespace corridorkey::io {
+namespace {
+
+uint32_t be32(const unsigned char* p) { return (uint32_t{p[0]} << 24) | (p[1] << 16) | (p[2] << 8) | p[3]; }
+uint16_t be16(const unsigned char* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+uint32_t le32(const unsigned char* p) { return (uint32_t{p[3]} << 24) | (p[2] << 16) | (p[1] << 8) | p[0]; }
+uint16_t le16(const unsigned char* p) { return static_cast<uint16_t>((p[1] << 8) | p[0]); }
+
+std::optional<ImageSize> png(std::istream& f) {
+  std::array<unsigned char, 24> h{};
+  if (!f.read(reinterpret_cast<char*>(h.data()), h.size())) return std::nullopt;
+  if (std::string(reinterpret_cast<char*>(h.data()) + 12, 4) != "IHDR") return std::nullopt;
+  return ImageSize{be32(&h[16]), be32(&h[20])};
+}
+
+std::optional<ImageSize> jpeg(std::istream& f) {
+  // Walk the marker segments up to the first start-of-frame (SOF0..SOF15 but DHT, JPG, DAC).
+  f.seekg(2);
+  for (int guard = 0; guard < 10000; ++guard) {
+    int c = f.get();
+    while (c == 0xFF) c = f.get();  // fill bytes
+    if (c == EOF) return std::nullopt;
+    const int marker = c;
+    if (marker == 0xD8 || (marker >= 0xD0 && marker <= 0xD7) || marker == 0x01) continue;
+    std::array<unsigned char, 2> len{};
+    if (!f.read(reinterpret_cast<char*>(len.data()), 2)) return std::nullopt;
+    const uint16_t n = be16(len.data());
+    if (n < 2) return std::nullopt;
+    if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
+      std::array<unsigned char, 5> sof{};
+      if (!f.read(reinterpret_cast<char*>(sof.data()), sof.size())) return std::nullopt;
+      return ImageSize{be16(&sof[3]), be16(&sof[1])};
+    }
+    if (marker == 0xD9 || marker == 0xDA) return std::nullopt;  // no frame header before data
+    f.seekg(n - 2, std::ios::cur);
+  }
+  return std::nullopt;
+}
+
+std::optional<ImageSize> tiff(std::istream& f) {
+  std::array<unsigned char, 8> h{};
+  if (!f.read(reinterpret_cast<char*>(h.data()), h.size())) return std::nullopt;
+  const bool le = h[0] == 'I';
+  auto u16 = [&](const unsigned char* p) { return le ? le16(p) : be16(p); };
+  auto u32 = [&](const unsigned char* p) { return le ? le32(p) : be32(p); };
+  if (u16(&h[2]) != 42) return std::nullopt;  // BigTIFF (43) and others: leave to the decoder
+  f.seekg(u32(&h[4]));
+  std::array<unsigned char, 2> cnt{};
+  if (!f.read(reinterpret_cast<char*>(cnt.data()), 2)) return std::nullopt;
+  const uint16_t n = u16(cnt.data());
+  ImageSize s{-1, -1};
+  for (uint16_t i = 0; i < n && i < 4096; ++i) {
+    std::array<unsigned char, 12> e{};
+    if (!f.read(reinterpret_cast<char*>(e.data()), e.size())) return std::nullopt;
+    const uint16_t tag = u16(&e[0]), type = u16(&e[2]);
+    const int64_t v = type == 3 ? u16(&e[8]) : type == 4 ? u32(&e[8]) : -1;
+    if (tag == 256) s.width = v;
+    if (tag == 257) s.height = v;
+  }
+  if (s.width < 0 || s.height < 0) return std::nullopt;
+  return s;
+}
+
+std::optional<ImageSize> bmp(std::istream& f) {
+  std::array<unsigned char, 26> h{};
+  if (!f.read(reinterpret_cast<char*>(h.data()), h.size())) return std::nullopt;
+  const int32_t w = static_cast<int32_t>(le32(&h[18])), hgt = static_cast<int32_t>(le32(&h[22]));
+  return ImageSize{w, hgt < 0 ? -int64_t{hgt} : hgt};
+}
+
+}  // namespace
+
+std::optional<ImageSize> probe_image_size(const std::string& path) {
+  try {
+    std::ifstream f(path, std::ios::binary);
+    std::array<unsigned char, 4> magic{};
+    if (!f.read(reinterpret_cast<char*>(magic.data()), magic.size())) return std::nullopt;
+    f.seekg(0);
+    if (magic[0] == 0x89 && magic[1] == 'P' && magic[2] == 'N' && magic[3] == 'G') return png(f);
+    if (magic[0] == 0xFF && magic[1] == 0xD8) return jpeg(f);
+    if ((magic[0] == 'I' && magic[1] == 'I') || (magic[0] == 'M' && magic[1] == 'M')) return tiff(f);
+    if (magic[0] == 'B' && magic[1] == 'M') return bmp(f);
+    if (magic[0] == 0x76 && magic[1] == 0x2f && magic[2] == 0x31 && magic[3] == 0x01) {  // EXR
+      f.close();
+      Imf::InputFile exr(path.c_str());  // reads the header only
+      const auto dw = exr.header().dataWindow();
+      return ImageSize{int64_t{dw.max.x} - dw.min.x + 1, int64_t{dw.max.y} - dw.min.y + 1};
+    }
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+void check_image_size(const std::string& path, int64_t max_pixels) {
+  const auto s = probe_image_size(path);
+  if (!s) return;
+  CK_CHECK(s->width > 0 && s->height > 0, IoError, path, ": header declares an empty image (",
+           s->width, "x", s->height, ")");
+  CK_CHECK(s->width <= max_pixels / s->height, IoError, path, ": header declares ", s->width, "x",
+           s->height, " pixels, more than the limit of ", max_pixels,
+           " per frame (--max-pixels; decoding it would need ",
+           static_cast<double>(s->width) * static_cast<double>(s->height) * 16 / (1 << 30),
+           " GiB)");
+}
+
+}  // namespace corridorkey::io
