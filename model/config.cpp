@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <climits>
+#include <type_traits>
 #include <cmath>
 #include <string>
 #include <numeric>
@@ -154,13 +156,43 @@ GreenFormerConfig GreenFormerConfig::from_json(const std::string& text,
   }
   GreenFormerConfig c;
   auto& e = c.encoder;
+  auto bad = [&](const char* key, const char* expected) {
+    throw ModelError(source + ": config.json key '" + key + "' must be " + expected + ", got " +
+                     j.at(key).dump().substr(0, 80));
+  };
+  // Typed readers: a float where an integer belongs (8e109 for img_size) must be an error,
+  // not an out-of-range conversion (undefined behaviour, found by tests/fuzz).
+  auto int_of = [&](const char* key, const nlohmann::json& v) -> int64_t {
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX))
+      bad(key, "an integer");
+    return v.get<int64_t>();
+  };
   auto get = [&](const char* key, auto& out) {
     if (!j.contains(key)) return;
-    try {
-      j.at(key).get_to(out);
-    } catch (const std::exception& ex) {
-      throw ModelError(source + ": config.json key '" + key + "' has the wrong type: " +
-                       ex.what());
+    const auto& v = j.at(key);
+    using T = std::decay_t<decltype(out)>;
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (!v.is_string()) bad(key, "a string");
+      out = v.get<std::string>();
+    } else if constexpr (std::is_same_v<T, double>) {
+      if (!v.is_number()) bad(key, "a number");
+      out = v.get<double>();
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      out = int_of(key, v);
+    } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
+      if (!v.is_array() || v.size() > 64) bad(key, "a list of at most 64 booleans");
+      out.clear();
+      for (const auto& x : v) {
+        if (!x.is_boolean()) bad(key, "a list of booleans");
+        out.push_back(x.get<bool>());
+      }
+    } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+      if (!v.is_array() || v.size() > 64) bad(key, "a list of at most 64 integers");
+      out.clear();
+      for (const auto& x : v) out.push_back(int_of(key, x));
+    } else {  // std::array<int64_t, 2>
+      if (!v.is_array() || v.size() != out.size()) bad(key, "a list of 2 integers");
+      for (size_t i = 0; i < out.size(); ++i) out[i] = int_of(key, v[i]);
     }
   };
   get("arch", c.arch);

@@ -1,8 +1,30 @@
 #!/usr/bin/env bash
-# README test command: set up (idempotent), build, and run the whole ctest suite.
+# README test command: set up (idempotent), build, run the whole ctest suite, then a fuzz
+# smoke run of every parser (scripts/fuzz.sh, CK_FUZZ_SECONDS each, default 15).
 #   scripts/test.sh [extra ctest args, e.g. -L unit]
+#   scripts/test.sh --sanitize   the full sanitizer job: an ASan + UBSan build (build-asan/)
+#                                running the unit, model and pipeline tests, then 60 s of
+#                                fuzzing per target (about 15 minutes on 2 cores)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv=${CK_VENV:-$HOME/.cache/corridorkey-engine/venv-torch2.15.0}
+
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  CK_SKIP_BUILD=1 "$root/scripts/setup.sh"
+  asan=${CK_ASAN_BUILD:-$root/build-asan}
+  gen=()
+  [ -f "$asan/CMakeCache.txt" ] || gen=(-G Ninja)
+  cmake -S "$root" -B "$asan" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCK_SANITIZE=ON \
+        -DCK_WITH_CUDA=OFF -DCK_PYTHON="$venv/bin/python"
+  cmake --build "$asan" --parallel "${CK_JOBS:-$(nproc)}"
+  # LibTorch keeps allocations alive until exit: leak reports would be noise.
+  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$asan" --output-on-failure --timeout 1800 -L "unit|model|pipeline" "$@"
+  exec "$root/scripts/fuzz.sh" 60
+fi
+
 "$root/scripts/setup.sh"
 build=${CK_BUILD:-$root/build}
 ctest --test-dir "$build" --output-on-failure --timeout 1800 "$@"
+"$root/scripts/fuzz.sh" "${CK_FUZZ_SECONDS:-15}"
