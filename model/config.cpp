@@ -2,10 +2,11 @@
 
 #include <corridorkey/errors.h>
 
-#include <nlohmann/json.hpp>
+#include "json_reader.h"
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <type_traits>
 #include <cmath>
 #include <string>
@@ -129,70 +130,92 @@ void GreenFormerConfig::validate_architecture(const std::string& source) const {
 
 std::string GreenFormerConfig::to_json() const {
   const auto& e = encoder;
-  nlohmann::json j = {
-      {"format_version", 1},       {"arch", arch},
-      {"img_size", img_size},      {"embed_dim", e.embed_dim},
-      {"num_heads", e.num_heads},  {"stages", e.stages},
-      {"q_pool", e.q_pool},        {"q_stride", e.q_stride},
-      {"mask_unit_size", e.mask_unit_size},
-      {"mask_unit_attn", e.mask_unit_attn},
-      {"dim_mul", e.dim_mul},      {"head_mul", e.head_mul},
-      {"patch_kernel", e.patch_kernel},
-      {"patch_stride", e.patch_stride},
-      {"patch_padding", e.patch_padding},
-      {"mlp_ratio", e.mlp_ratio},  {"in_chans", e.in_chans},
-      {"decoder_dim", decoder_dim}, {"refiner_channels", refiner_channels},
-      {"refiner_groups", refiner_groups}};
-  return j.dump();
+  auto ints = [](const auto& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  auto bools = [](const std::vector<bool>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += std::string(i ? ", " : "") + (v[i] ? "true" : "false");
+    return s + "]";
+  };
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.17g", v);
+    return std::string(b);
+  };
+  std::string j = "{";
+  auto put = [&](const char* k, const std::string& v) {
+    j += std::string(j.size() > 1 ? ", " : "") + "\"" + k + "\": " + v;
+  };
+  put("format_version", "1");
+  put("arch", json::quote(arch));
+  put("img_size", std::to_string(img_size));
+  put("embed_dim", std::to_string(e.embed_dim));
+  put("num_heads", std::to_string(e.num_heads));
+  put("stages", ints(e.stages));
+  put("q_pool", std::to_string(e.q_pool));
+  put("q_stride", ints(e.q_stride));
+  put("mask_unit_size", ints(e.mask_unit_size));
+  put("mask_unit_attn", bools(e.mask_unit_attn));
+  put("dim_mul", num(e.dim_mul));
+  put("head_mul", num(e.head_mul));
+  put("patch_kernel", ints(e.patch_kernel));
+  put("patch_stride", ints(e.patch_stride));
+  put("patch_padding", ints(e.patch_padding));
+  put("mlp_ratio", num(e.mlp_ratio));
+  put("in_chans", std::to_string(e.in_chans));
+  put("decoder_dim", std::to_string(decoder_dim));
+  put("refiner_channels", std::to_string(refiner_channels));
+  put("refiner_groups", std::to_string(refiner_groups));
+  return j + "}";
 }
 
 GreenFormerConfig GreenFormerConfig::from_json(const std::string& text,
                                                const std::string& source) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const std::exception& ex) {
-    throw ModelError(source + ": config.json is not valid JSON: " + ex.what());
-  }
+  const auto j = json::parse(text, source);
+  CK_CHECK(j.kind == json::Value::Kind::Object, ModelError, source,
+           ": config.json must be a JSON object, got ", j.text());
   GreenFormerConfig c;
   auto& e = c.encoder;
-  auto bad = [&](const char* key, const char* expected) {
+  using K = json::Value::Kind;
+  auto bad = [&](const char* key, const json::Value& v, const char* expected) {
     throw ModelError(source + ": config.json key '" + key + "' must be " + expected + ", got " +
-                     j.at(key).dump().substr(0, 80));
+                     v.text());
   };
-  // Typed readers: a float where an integer belongs (8e109 for img_size) must be an error,
-  // not an out-of-range conversion (undefined behaviour, found by tests/fuzz).
-  auto int_of = [&](const char* key, const nlohmann::json& v) -> int64_t {
-    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX))
-      bad(key, "an integer");
-    return v.get<int64_t>();
+  // Typed readers: a float where an integer belongs (8e109 for img_size) is an error, not
+  // an out-of-range conversion (undefined behaviour; found by tests/fuzz).
+  auto int_of = [&](const char* key, const json::Value& v) -> int64_t {
+    if (v.kind != K::Int) bad(key, v, "an integer");
+    return v.i;
   };
   auto get = [&](const char* key, auto& out) {
-    if (!j.contains(key)) return;
-    const auto& v = j.at(key);
+    const auto* v = j.find(key);
+    if (!v) return;
     using T = std::decay_t<decltype(out)>;
     if constexpr (std::is_same_v<T, std::string>) {
-      if (!v.is_string()) bad(key, "a string");
-      out = v.get<std::string>();
+      if (v->kind != K::String) bad(key, *v, "a string");
+      out = v->s;
     } else if constexpr (std::is_same_v<T, double>) {
-      if (!v.is_number()) bad(key, "a number");
-      out = v.get<double>();
+      if (v->kind != K::Int && v->kind != K::Float) bad(key, *v, "a number");
+      out = v->kind == K::Int ? static_cast<double>(v->i) : v->f;
     } else if constexpr (std::is_same_v<T, int64_t>) {
-      out = int_of(key, v);
+      out = int_of(key, *v);
     } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
-      if (!v.is_array() || v.size() > 64) bad(key, "a list of at most 64 booleans");
+      if (v->kind != K::Array || v->items.size() > 64) bad(key, *v, "a list of at most 64 booleans");
       out.clear();
-      for (const auto& x : v) {
-        if (!x.is_boolean()) bad(key, "a list of booleans");
-        out.push_back(x.get<bool>());
+      for (const auto& x : v->items) {
+        if (x.kind != K::Bool) bad(key, *v, "a list of booleans");
+        out.push_back(x.b);
       }
     } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
-      if (!v.is_array() || v.size() > 64) bad(key, "a list of at most 64 integers");
+      if (v->kind != K::Array || v->items.size() > 64) bad(key, *v, "a list of at most 64 integers");
       out.clear();
-      for (const auto& x : v) out.push_back(int_of(key, x));
+      for (const auto& x : v->items) out.push_back(int_of(key, x));
     } else {  // std::array<int64_t, 2>
-      if (!v.is_array() || v.size() != out.size()) bad(key, "a list of 2 integers");
-      for (size_t i = 0; i < out.size(); ++i) out[i] = int_of(key, v[i]);
+      if (v->kind != K::Array || v->items.size() != out.size()) bad(key, *v, "a list of 2 integers");
+      for (size_t i = 0; i < out.size(); ++i) out[i] = int_of(key, v->items[i]);
     }
   };
   get("arch", c.arch);

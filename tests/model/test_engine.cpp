@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "model/sample_input.h"
+#include "runtime/model_runner.h"
 #include "support/support.h"
 
 #include <cmath>
@@ -180,12 +181,17 @@ TEST_CASE("compile modes that cannot apply say what runs instead", "[model]") {
     o.compile_mode = mode;
     OptimizedEngine e(o);
     CHECK(e.info().compile_mode_effective == "eager");
-    CHECK_THAT(e.info().notes, Contains(to_string(mode)) && Contains("running eager on cpu"));
+    CHECK_THAT(e.info().notes, Contains(to_string(mode)) && Contains("running eager"));
   }
-  auto o = tiny("original");
+  // A package that cannot be loaded falls back to eager with one note, never a crash.
+  auto o = tiny("original", 128);
   o.compile_mode = CompileMode::MaxAutotune;
   o.aoti_package = "/nonexistent/model.pt2";
-  CHECK_THROWS_AS(OptimizedEngine(o), ModelError);
+  OptimizedEngine e(o);
+  CHECK(e.info().compile_mode_effective == "eager");
+  CHECK_THAT(e.info().notes, Contains("/nonexistent/model.pt2") && Contains("running eager"));
+  const auto in = seeded(128, 3);
+  CHECK(e.run_model(in).alpha.size() == 128 * 128);
 }
 
 TEST_CASE("process_frame keys a frame: sizes, ranges, post-processing consistency", "[model]") {
@@ -275,4 +281,66 @@ TEST_CASE("verify restores the process-global TF32 switches it changes", "[model
   CHECK(ctx.allowTF32CuBLAS());
   CHECK(ctx.allowTF32CuDNN());
   ctx.setAllowTF32CuBLAS(before);
+}
+
+TEST_CASE("execution plan: token routing never runs inside a CUDA graph or a package", "[unit]") {
+  using corridorkey::detail::ExecKind;
+  using corridorkey::detail::plan_execution;
+  EngineOptions o;
+  o.compile_mode = CompileMode::ReduceOverhead;
+  CHECK(plan_execution(o, /*cuda=*/true, /*routing=*/false).kind == ExecKind::CudaGraph);
+  auto routed = plan_execution(o, true, true);
+  CHECK(routed.kind == ExecKind::Eager);
+  REQUIRE(routed.notes.size() == 1);
+  CHECK_THAT(routed.notes[0], Contains("token routing") && Contains("running eager"));
+  CHECK(plan_execution(o, false, false).kind == ExecKind::Eager);
+  o.compile_mode = CompileMode::Default;  // the experimental profile's mode
+  CHECK(plan_execution(o, true, false).kind == ExecKind::CudaGraph);
+  CHECK(plan_execution(o, true, true).kind == ExecKind::Eager);
+  o.aoti_package = "m.pt2";
+  CHECK(plan_execution(o, true, false).kind == ExecKind::Aoti);
+  CHECK(plan_execution(o, false, false).kind == ExecKind::Aoti);
+  CHECK(plan_execution(o, true, true).kind == ExecKind::Eager);
+  o.compile_mode = CompileMode::None;
+  CHECK(plan_execution(o, true, true).kind == ExecKind::Eager);
+  CHECK(plan_execution(o, true, true).notes.empty());
+  // The experimental profile on CUDA: routing and a compile mode ask for both.
+  auto exp = load_profile("experimental");
+  CHECK(exp.token_routing);
+  CHECK(plan_execution(exp, true, exp.token_routing).kind == ExecKind::Eager);
+}
+
+TEST_CASE("out of memory: degrade retries the frame tiled, then in half precision", "[model]") {
+  auto o = tiny("original");
+  o.tiled_refiner = RefinerTiling::Off;
+  o.tile_size = 64;
+  o.on_oom = OnOom::Degrade;
+  OptimizedEngine e(o);
+  const auto in = seeded(256, 5);
+  const auto clean = e.run_model(in);
+  CHECK(e.info().refiner == "whole image");
+  corridorkey::detail::inject_out_of_memory(1);
+  const auto tiled = e.run_model(in);  // first step: tiled refiner + cache clearing
+  CHECK(e.info().refiner == "tiled 64 px");
+  CHECK(e.info().precision == "float32");
+  CHECK_THAT(e.info().notes, Contains("out of memory") && Contains("refiner tiled (64 px)"));
+  CHECK(max_diff(clean.alpha, tiled.alpha) <= 1e-4);  // the tiling bound: same matte
+  corridorkey::detail::inject_out_of_memory(1);
+  const auto half = e.run_model(in);  // second step: a half precision
+  CHECK(e.info().precision == "bfloat16");
+  CHECK_THAT(e.info().notes, Contains("float32 -> bfloat16"));
+  CHECK(max_diff(clean.alpha, half.alpha) <= 0.1);
+  corridorkey::detail::inject_out_of_memory(1);  // nothing left to give
+  CHECK_THROWS_AS(e.run_model(in), ModelError);
+  CHECK_THROWS_WITH([&] {
+    corridorkey::detail::inject_out_of_memory(1);
+    e.run_model(in);
+  }(), Contains("out of memory") && Contains("even after degrading"));
+  // fail: the first out-of-memory fails the frame.
+  o.on_oom = OnOom::Fail;
+  OptimizedEngine f(o);
+  corridorkey::detail::inject_out_of_memory(1);
+  CHECK_THROWS_WITH(f.run_model(in), Contains("out of memory at img_size 256"));
+  CHECK(f.info().refiner == "whole image");
+  corridorkey::detail::inject_out_of_memory(0);
 }

@@ -20,6 +20,9 @@ CORRIDORKEY_NAMESPACE_BEGIN
 /// Auto: float16 on CUDA and MPS, bfloat16 on a CPU with AMX or AVX-512 BF16, float32 on
 /// other CPUs (resolve_precision in system.h; never float16 on a CPU by default).
 enum class Precision { Float32, Float16, BFloat16, Auto };
+/// When the device runs out of memory on a frame: Fail it, or Degrade (retry it with the
+/// tiled refiner and cache clearing, then in a half precision; the run stays degraded).
+enum class OnOom { Fail, Degrade };
 /// Refiner tiling: Off (whole image), On (always tiled), Auto (tiled only when the whole
 /// image does not fit refiner_memory_budget_mb).
 enum class RefinerTiling { Off, On, Auto };
@@ -31,6 +34,7 @@ CORRIDORKEY_API const char* to_string(Precision p);    // "float32" | ... | "aut
 CORRIDORKEY_API const char* to_string(RefinerTiling t);  // "false" | "true" | "auto"
 CORRIDORKEY_API const char* to_string(CompileMode m);  // "none" | "default" | ...
 CORRIDORKEY_API const char* to_string(EngineKind k);   // "original" | "optimized"
+CORRIDORKEY_API const char* to_string(OnOom o);        // "fail" | "degrade"
 
 struct EngineOptions {
   // ---- optimization profile fields (profiles/*.yaml) ----
@@ -90,6 +94,7 @@ struct EngineOptions {
   std::string device = "auto";  // auto | cpu | cuda | cuda:N | mps
   /// LibTorch intra-op threads (process-global; 0 = LibTorch's default, one per core).
   int threads = 0;
+  OnOom on_oom = OnOom::Degrade;
   /// compile_mode default / max-autotune: an AOTInductor package (.pt2) compiled for this
   /// checkpoint and img_size; empty -> CUDA graphs on CUDA, eager elsewhere (logged).
   std::string aoti_package;

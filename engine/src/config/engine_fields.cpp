@@ -92,6 +92,10 @@ std::vector<Field<O>> rows() {
   r.push_back(int_row<O, int>("threads", R, &O::threads, 0, 1024,
                               "LibTorch intra-op threads (0 = one per core; process-global)",
                               "0 (all cores) or a thread count"));
+  r.push_back(choice_row<O, OnOom>("on_oom", R, &O::on_oom,
+                                   {{"degrade", OnOom::Degrade}, {"fail", OnOom::Fail}},
+                                   "out of device memory on a frame: degrade (retry tiled + cache "
+                                   "clearing, then half precision) or fail the frame"));
   r.push_back(int_row<O, int64_t>("img_size", R, &O::img_size, 0, 16384,
                                   "model resolution, a multiple of 32 (0 = the checkpoint's)",
                                   "0 or a multiple of 32 in 32..16384",

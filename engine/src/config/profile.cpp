@@ -26,39 +26,6 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-const char* to_string(Precision p) {
-  switch (p) {
-    case Precision::Float32: return "float32";
-    case Precision::Float16: return "float16";
-    case Precision::BFloat16: return "bfloat16";
-    case Precision::Auto: return "auto";
-  }
-  return "?";
-}
-
-const char* to_string(RefinerTiling t) {
-  switch (t) {
-    case RefinerTiling::Off: return "false";
-    case RefinerTiling::On: return "true";
-    case RefinerTiling::Auto: return "auto";
-  }
-  return "?";
-}
-
-const char* to_string(CompileMode m) {
-  switch (m) {
-    case CompileMode::None: return "none";
-    case CompileMode::Default: return "default";
-    case CompileMode::ReduceOverhead: return "reduce-overhead";
-    case CompileMode::MaxAutotune: return "max-autotune";
-  }
-  return "?";
-}
-
-const char* to_string(EngineKind k) {
-  return k == EngineKind::Original ? "original" : "optimized";
-}
-
 namespace {
 
 using config::engine_table;
@@ -191,34 +158,6 @@ std::string to_yaml(const EngineOptions& o) { return table_yaml(engine_table(), 
 
 std::string to_yaml(const InferenceOptions& o) {
   return table_yaml(config::inference_table(), o, "");
-}
-
-std::vector<OptionInfo> engine_option_fields() { return engine_table().info(); }
-std::vector<OptionInfo> inference_option_fields() { return config::inference_table().info(); }
-
-void set_engine_option(EngineOptions& o, const std::string& key, const std::string& value,
-                       const std::string& source) {
-  engine_table().set(o, key, value, source);
-}
-
-void set_inference_option(InferenceOptions& o, const std::string& key, const std::string& value,
-                          const std::string& source) {
-  config::inference_table().set(o, key, value, source);
-}
-
-std::string engine_option_value(const EngineOptions& o, const std::string& key) {
-  return engine_table().get(o, key);
-}
-
-std::string inference_option_value(const InferenceOptions& o, const std::string& key) {
-  return config::inference_table().get(o, key);
-}
-
-void validate_inference_options(const InferenceOptions& o, const std::string& source) {
-  CK_CHECK(o.fg || o.matte || o.comp || o.processed, ConfigError, source,
-           ": key 'outputs': select at least one of fg, matte, comp, processed");
-  CK_CHECK(o.read_workers >= 1 && o.write_workers >= 1, ConfigError, source,
-           ": read_workers / write_workers must be >= 1");
 }
 
 CORRIDORKEY_NAMESPACE_END

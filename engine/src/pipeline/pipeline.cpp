@@ -198,6 +198,8 @@ class Pipeline {
         auto x = impl_.device.is_cuda() ? it.x.pin_memory().to(impl_.device, /*non_blocking=*/true)
                                         : it.x.to(impl_.device);
         auto run = impl_.infer(x);
+        for (const auto& w : run.warnings)
+          emit(PipelineEvent::Kind::Warning, plan_.clips[it.clip].clip.name, it.stem, it.file, w);
         detail::check_finite_outputs(run, it.file);
         w.outputs = dma_.start(run.alpha, run.fg);
         it.timings.infer_ms = ms_since(t);

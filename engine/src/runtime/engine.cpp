@@ -31,44 +31,15 @@ BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
   detail::rethrow_torch("loading the model", [&] {
     if (opt.checkpoint.empty() && opt.random_weights_arch.empty())
       opt.checkpoint = default_checkpoint();
-    auto loaded = detail::make_model({opt.checkpoint, opt.img_size, opt.random_weights_arch,
-                                      opt.random_weights_seed,
-                                      device.is_cpu() ? detail::weight_dtype_for(opt, device)
-                                                      : torch::kFloat});
-    auto net = loaded.net;
-    const auto& ck = loaded.checkpoint;
-    info.checkpoint = loaded.description;
-    if (const auto ignored = ck.ignored_summary(); !ignored.empty()) {  // one line per load
-      info.notes += opt.checkpoint + ": " + ignored + "\n";
-      std::cerr << "corridorkey: " << opt.checkpoint << ": " << ignored << "\n";
-    }
-    S = net->config().img_size;
-    info.img_size = S;
-    info.arch = net->config().arch;
-    for (const auto& p : net->parameters()) info.parameters += p.numel();
-    model::TokenRouter router{nullptr};
-    if (opt.token_routing) {
-      model::RoutingOptions ro;
-      ro.low = opt.edge_threshold_low;
-      ro.high = opt.edge_threshold_high;
-      ro.min_edge_tokens = opt.min_edge_tokens;
-      router = model::TokenRouter(net->config().encoder, S, ro);
-      if (router->load(ck.tensors, opt.checkpoint) == 0) {
-        const std::string msg =
-            "token_routing: no ltrm_stage* weights in the checkpoint, so the LTRMs are the "
-            "identity: easy tokens skip the routed blocks (faster, less accurate until fine-tuned)";
-        info.notes += msg + "\n";
-        std::cerr << "corridorkey: " << msg << "\n";
-      }
-    }
-    runner = std::make_unique<detail::ModelRunner>(net, opt, device, info.notes, router);
+    auto built = detail::build_runner(opt, device, info.notes);
+    runner = std::move(built.runner);
+    S = built.img_size;
+    info.checkpoint = built.description;
+    info.img_size = built.img_size;
+    info.arch = built.arch;
+    info.parameters = built.parameters;
     info.compile_mode_effective = runner->effective_compile_mode();
     info.precision = runner->precision();
-    loaded = {};  // the checkpoint's tensors: no longer needed
-    // Loading freed hundreds of MB in many mid-sized blocks (the file's tensors, float32
-    // parameters); hand them back to the OS so the forward's peak does not sit on top of
-    // them (measured: peak RSS of a 1024 bf16 key 1.37 GB -> see README).
-    detail::release_free_memory();
     info.attention = runner->attention_kind();
     info.refiner = runner->refiner_kind();
   });
@@ -95,6 +66,7 @@ FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& h
   });
   res.timings.preprocess_ms = ms_since(t0);
   auto run = I.infer(x);
+  for (const auto& w : run.warnings) std::cerr << "corridorkey: warning: " << w << "\n";
   detail::check_finite_outputs(run, "process_frame");
   const uint64_t run_peaks[3] = {run.encoder_peak, run.decoders_peak, run.refiner_peak};
   res.timings.encoder_ms = run.timings.encoder_ms;

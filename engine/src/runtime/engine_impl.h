@@ -23,8 +23,14 @@ struct BaseEngine::Impl {
   explicit Impl(const EngineOptions& o);
 
   detail::ModelRun infer(const torch::Tensor& x) {
-    return detail::rethrow_torch("inference on " + info.device,
-                                 [&] { return runner->run(x); });
+    auto run = detail::rethrow_torch("inference on " + info.device, [&] { return runner->run(x); });
+    if (!run.warnings.empty()) {  // the runner changed mode (on_oom, capture): say so
+      info.precision = runner->precision();
+      info.refiner = runner->refiner_kind();
+      info.compile_mode_effective = runner->effective_compile_mode();
+      for (const auto& w : run.warnings) info.notes += w + "\n";
+    }
+    return run;
   }
 };
 

@@ -2,9 +2,11 @@
 
 #include <corridorkey/errors.h>
 
-#include "runtime/random_weights.h"
+#include "model/random_weights.h"
+#include "runtime/memory.h"
 
 #include <atomic>
+#include <iostream>
 
 namespace corridorkey::detail {
 namespace {
@@ -19,7 +21,7 @@ LoadedModel make_model(const ModelSource& src) {
     auto cfg = model::GreenFormerConfig::by_name(src.random_arch, src.img_size ? src.img_size : 512);
     cfg.validate();
     m.net = model::GreenFormer(cfg);
-    randomize_weights(*m.net, src.seed);  // drawn in float32: the same values for every dtype
+    model::randomize_weights(*m.net, src.seed);  // drawn in float32: the same values for every dtype
     if (src.dtype != torch::kFloat) m.net->to(src.dtype);
     m.description = "random:" + src.random_arch;
   } else {
@@ -35,5 +37,41 @@ LoadedModel make_model(const ModelSource& src) {
 }
 
 uint64_t checkpoint_loads() { return g_checkpoint_loads.load(); }
+
+BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, std::string& notes) {
+  auto note = [&](const std::string& line) {
+    notes += line + "\n";
+    std::cerr << "corridorkey: " << line << "\n";
+  };
+  BuiltRunner b;
+  auto loaded = make_model({opt.checkpoint, opt.img_size, opt.random_weights_arch,
+                            opt.random_weights_seed,
+                            device.is_cpu() ? weight_dtype_for(opt, device) : torch::kFloat});
+  auto net = loaded.net;
+  const auto& ck = loaded.checkpoint;
+  b.description = loaded.description;
+  if (const auto ignored = ck.ignored_summary(); !ignored.empty())  // one line per load
+    note(opt.checkpoint + ": " + ignored);
+  b.img_size = net->config().img_size;
+  b.arch = net->config().arch;
+  for (const auto& p : net->parameters()) b.parameters += p.numel();
+  model::TokenRouter router{nullptr};
+  if (opt.token_routing) {
+    model::RoutingOptions ro;
+    ro.low = opt.edge_threshold_low;
+    ro.high = opt.edge_threshold_high;
+    ro.min_edge_tokens = opt.min_edge_tokens;
+    router = model::TokenRouter(net->config().encoder, b.img_size, ro);
+    if (router->load(ck.tensors, opt.checkpoint) == 0)
+      note("token_routing: no ltrm_stage* weights in the checkpoint, so the LTRMs are the "
+           "identity: easy tokens skip the routed blocks (faster, less accurate until fine-tuned)");
+  }
+  b.runner = std::make_unique<ModelRunner>(net, opt, device, notes, router);
+  loaded = {};  // the checkpoint's tensors: no longer needed
+  // Loading freed hundreds of MB in many mid-sized blocks (the file's tensors, float32
+  // parameters); hand them back to the OS so the forward's peak does not sit on top of them.
+  release_free_memory();
+  return b;
+}
 
 }  // namespace corridorkey::detail

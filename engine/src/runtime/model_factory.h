@@ -5,8 +5,10 @@
 
 #include "model/checkpoint.h"
 #include "model/green_former.h"
+#include "runtime/model_runner.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace corridorkey::detail {
@@ -30,6 +32,17 @@ struct LoadedModel {
 
 /// Throws IoError / ModelError naming the file, ConfigError for a bad size.
 LoadedModel make_model(const ModelSource& source);
+
+/// A model runner built from engine options: the checkpoint (or random weights) loaded in the
+/// runner's dtype, token routing modules when asked, then the checkpoint freed and the C heap
+/// trimmed. Shared by the engines and corridorkey-model-check.
+struct BuiltRunner {
+  std::unique_ptr<ModelRunner> runner;
+  std::string description, arch;  // the file or "random:<arch>"; the architecture
+  int64_t img_size = 0, parameters = 0;
+};
+BuiltRunner build_runner(const EngineOptions& options, const torch::Device& device,
+                         std::string& notes);
 
 /// Checkpoint files read by make_model in this process (a farm task keying several clip
 /// parts must read its checkpoint once).

@@ -18,6 +18,7 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <mutex>
@@ -64,6 +65,13 @@ class AutocastScope {
   bool prev_enabled_ = false;
   torch::ScalarType prev_dtype_ = torch::kFloat;
 };
+
+// LibTorch errors carry a multi-line C++ backtrace; a note keeps only the message itself.
+std::string first_line(const char* what) {
+  std::string s(what);
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s.substr(0, 300) : s.substr(0, std::min<size_t>(nl, 300));
+}
 
 }  // namespace
 
@@ -123,43 +131,77 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
   choose_refiner(notes);
 
   // Compile modes.
-  const bool cuda = device.is_cuda();
-  switch (o.compile_mode) {
-    case CompileMode::None: break;
-    case CompileMode::ReduceOverhead:
-      if (cuda) exec_ = Exec::CudaGraph;
-      else note(notes, "compile_mode reduce-overhead uses CUDA graphs, which need a CUDA device; "
-                       "running eager on " + device.str());
-      break;
-    case CompileMode::Default:
-    case CompileMode::MaxAutotune:
-      if (!o.aoti_package.empty()) {
-        exec_ = Exec::Aoti;
-      } else if (cuda) {
-        exec_ = Exec::CudaGraph;
-        note(notes, std::string("compile_mode ") + to_string(o.compile_mode) +
-                        ": no AOTInductor package given (aoti_package); using CUDA graphs");
-      } else {
-        note(notes, std::string("compile_mode ") + to_string(o.compile_mode) +
-                        ": no AOTInductor package given and no CUDA graphs on " + device.str() +
-                        "; running eager on " + device.str());
-      }
-      break;
-  }
-  if (exec_ == Exec::CudaGraph && o.cache_clearing)
+  auto plan = plan_execution(o, device.is_cuda(), static_cast<bool>(router_));
+  exec_ = plan.kind;
+  for (const auto& n : plan.notes) note(notes, n);
+  if (exec_ == ExecKind::CudaGraph && o.cache_clearing)
     note(notes, "cache_clearing is skipped inside CUDA graph replay (the graph's memory pool is "
                 "fixed at capture)");
-  if (exec_ == Exec::Aoti) {
+  if (exec_ == ExecKind::Aoti) {
     aoti_ = std::make_unique<Aoti>();
     try {
       aoti_->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
           o.aoti_package, "model", false, 1, device.is_cuda() ? device.index() : -1);
-    } catch (const c10::Error& e) {
-      throw ModelError(o.aoti_package + ": AOTInductor package cannot be loaded: " +
-                       e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      // A package built for another size, device or LibTorch must not stop the job: the
+      // same network runs eager.
+      aoti_.reset();
+      exec_ = ExecKind::Eager;
+      note(notes, o.aoti_package + ": AOTInductor package cannot be loaded (" +
+                      first_line(e.what()) + "); running eager");
     }
   }
 }
+
+ExecPlan plan_execution(const EngineOptions& o, bool cuda, bool routing) {
+  ExecPlan p;
+  const std::string mode = to_string(o.compile_mode);
+  switch (o.compile_mode) {
+    case CompileMode::None: break;
+    case CompileMode::ReduceOverhead:
+      if (!cuda)
+        p.notes.push_back("compile_mode reduce-overhead uses CUDA graphs, which need a CUDA "
+                          "device; running eager");
+      else if (routing)
+        p.notes.push_back("compile_mode reduce-overhead: token routing plans every frame from its "
+                          "hint, which a CUDA graph cannot capture; running eager");
+      else
+        p.kind = ExecKind::CudaGraph;
+      break;
+    case CompileMode::Default:
+    case CompileMode::MaxAutotune:
+      if (routing) {
+        p.notes.push_back("compile_mode " + mode + ": token routing plans every frame from its hint, "
+                          "which neither a CUDA graph nor an AOTInductor package holds; running eager");
+      } else if (!o.aoti_package.empty()) {
+        p.kind = ExecKind::Aoti;
+      } else if (cuda) {
+        p.kind = ExecKind::CudaGraph;
+        p.notes.push_back("compile_mode " + mode + ": no AOTInductor package given (aoti_package); "
+                          "using CUDA graphs");
+      } else {
+        p.notes.push_back("compile_mode " + mode + ": no AOTInductor package given and no CUDA "
+                          "graphs without CUDA; running eager");
+      }
+      break;
+  }
+  return p;
+}
+
+namespace {
+std::atomic<int> g_injected_oom{0};
+
+bool is_out_of_memory(const c10::Error& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
+  const std::string m = e.what_without_backtrace();
+  // CPU allocation failures arrive as plain c10::Error.
+  return m.find("out of memory") != std::string::npos ||
+         m.find("can't allocate memory") != std::string::npos ||
+         m.find("not enough memory") != std::string::npos;
+}
+}  // namespace
+
+void inject_out_of_memory(int n) { g_injected_oom = n; }
 
 ModelRunner::~ModelRunner() = default;
 
@@ -210,8 +252,8 @@ std::string ModelRunner::precision() const {
 
 std::string ModelRunner::effective_compile_mode() const {
   switch (exec_) {
-    case Exec::CudaGraph: return "cuda-graph";
-    case Exec::Aoti: return "aoti";
+    case ExecKind::CudaGraph: return "cuda-graph";
+    case ExecKind::Aoti: return "aoti";
     default: return "eager";
   }
 }
@@ -235,7 +277,7 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
   } else if (opt_.fused_refiner) {
     fo.refiner_override = [this](const torch::Tensor& in) { return net_->refiner->forward_fused(in); };
   }
-  const bool clear = opt_.cache_clearing && exec_ != Exec::CudaGraph;
+  const bool clear = opt_.cache_clearing && exec_ != ExecKind::CudaGraph;
   const uint64_t base = timed ? live_bytes(device_) : 0;
   if (timed) interval_peak(device_, base);
   fo.on_stage = [&](const char* stage) {
@@ -274,9 +316,67 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
 }
 
 ModelRun ModelRunner::run(const torch::Tensor& x) {
+  std::vector<std::string> warnings;
+  for (;;) {
+    try {
+      if (g_injected_oom > 0) {
+        --g_injected_oom;
+        TORCH_CHECK_WITH(OutOfMemoryError, false, "injected: out of memory (test hook)");
+      }
+      auto r = run_once(x);
+      r.warnings = std::move(warnings);
+      return r;
+    } catch (const c10::Error& e) {
+      if (!is_out_of_memory(e)) throw;
+      const std::string step = opt_.on_oom == OnOom::Degrade ? degrade() : "";
+      if (step.empty())
+        throw ModelError(std::string("out of memory at img_size ") +
+                         std::to_string(net_->config().img_size) + " on " + device_.str() +
+                         (opt_.on_oom == OnOom::Degrade ? " even after degrading" : "") + ": " +
+                         e.what_without_backtrace() +
+                         " (lower --img-size, or --on-oom degrade / --tiled-refiner / a half precision)");
+      warnings.push_back("out of memory at img_size " + std::to_string(net_->config().img_size) +
+                         ": " + step + "; retrying this frame (it stays that way for the run)");
+      empty_device_cache(device_);
+    }
+  }
+}
+
+std::string ModelRunner::degrade() {
+  if (degraded_ == 0) {
+    ++degraded_;
+    std::string what;
+    if (!tiled_) what = "refiner tiled (" + std::to_string(opt_.tile_size) + " px)";
+    if (!opt_.cache_clearing) what += std::string(what.empty() ? "" : " and ") + "cache clearing on";
+    tiled_ = true;
+    opt_.cache_clearing = true;
+    if (exec_ == ExecKind::CudaGraph) {  // a graph holds its whole memory pool
+      graph_.reset();
+      exec_ = ExecKind::Eager;
+      what += std::string(what.empty() ? "" : ", ") + "CUDA graph dropped";
+    }
+    if (!what.empty()) return what;
+  }
+  if (degraded_ == 1) {
+    ++degraded_;
+    const bool half = weight_dtype_ != torch::kFloat || autocast_;
+    if (!half) {
+      weight_dtype_ = device_.is_cuda() || device_.is_mps() ? torch::kHalf : torch::kBFloat16;
+      net_->to(weight_dtype_);
+      net_->alpha_decoder->invalidate_fused();
+      net_->fg_decoder->invalidate_fused();
+      if (router_) router_->to(weight_dtype_);
+      return std::string("model precision float32 -> ") +
+             (weight_dtype_ == torch::kHalf ? "float16" : "bfloat16");
+    }
+  }
+  return "";
+}
+
+ModelRun ModelRunner::run_once(const torch::Tensor& x) {
   switch (exec_) {
-    case Exec::Eager: return eager(x, true);
-    case Exec::Aoti: {
+    case ExecKind::Eager: return eager(x, true);
+    case ExecKind::Aoti: {
       c10::InferenceMode guard;
       const auto t0 = Clock::now();
       auto outs = aoti_->loader->run({x.to(weight_dtype_)});
@@ -288,44 +388,67 @@ ModelRun ModelRunner::run(const torch::Tensor& x) {
       r.timings.infer_ms = ms(t0, Clock::now());
       return r;
     }
-    case Exec::CudaGraph: {
-#ifdef CK_WITH_CUDA
-      if (!graph_) {
-        // Capture once at the fixed input size (warm-up on the capture stream first so
-        // lazy initialisation and cuDNN algorithm choice happen outside the graph).
-        graph_ = std::make_unique<Graph>();
-        graph_->in = torch::zeros_like(x);
-        auto stream = c10::cuda::getStreamFromPool();
-        {
-          c10::cuda::CUDAStreamGuard sg(stream);
-          for (int i = 0; i < 2; ++i) eager(graph_->in, false);
-        }
-        torch::cuda::synchronize();
-        {
-          c10::cuda::CUDAStreamGuard sg(stream);
-          graph_->graph.capture_begin();
-          auto r = eager(graph_->in, false);
-          graph_->graph.capture_end();
-          graph_->alpha = r.alpha;
-          graph_->fg = r.fg;
-        }
-        torch::cuda::synchronize();
-      }
-      const auto t0 = Clock::now();
-      graph_->in.copy_(x);
-      graph_->graph.replay();
-      ModelRun r;
-      r.alpha = graph_->alpha.clone();
-      r.fg = graph_->fg.clone();
-      torch::cuda::synchronize();
-      r.timings.infer_ms = ms(t0, Clock::now());
-      return r;
-#else
-      throw ModelError("CUDA graphs requested in a build without CUDA");
-#endif
-    }
+    case ExecKind::CudaGraph: return run_graph(x);
   }
   return eager(x, true);
+}
+
+ModelRun ModelRunner::run_graph(const torch::Tensor& x) {
+#ifdef CK_WITH_CUDA
+  if (!graph_) {
+    // Capture once at the fixed input size (warm-up on the capture stream first so lazy
+    // initialisation and cuDNN algorithm choice happen outside the graph). A capture that
+    // fails (an op that syncs with the host, an allocator that cannot graph) falls back to
+    // eager for the rest of the run, with one warning: the same network, just not replayed.
+    auto g = std::make_unique<Graph>();
+    g->in = torch::zeros_like(x);
+    auto stream = c10::cuda::getStreamFromPool();
+    bool capturing = false;
+    try {
+      {
+        c10::cuda::CUDAStreamGuard sg(stream);
+        for (int i = 0; i < 2; ++i) eager(g->in, false);
+      }
+      torch::cuda::synchronize();
+      c10::cuda::CUDAStreamGuard sg(stream);
+      g->graph.capture_begin();
+      capturing = true;
+      auto r = eager(g->in, false);
+      g->graph.capture_end();
+      capturing = false;
+      g->alpha = r.alpha;
+      g->fg = r.fg;
+      torch::cuda::synchronize();
+      graph_ = std::move(g);
+    } catch (const c10::Error& e) {
+      if (capturing) {
+        try {
+          g->graph.capture_end();
+        } catch (...) {
+        }
+      }
+      if (is_out_of_memory(e)) throw;  // the on_oom policy decides
+      exec_ = ExecKind::Eager;
+      auto r = eager(x, true);
+      r.warnings.push_back(std::string("CUDA graph capture failed (") +
+                           std::string(e.what_without_backtrace()).substr(0, 200) +
+                           "); running eager from now on");
+      return r;
+    }
+  }
+  const auto t0 = Clock::now();
+  graph_->in.copy_(x);
+  graph_->graph.replay();
+  ModelRun r;
+  r.alpha = graph_->alpha.clone();
+  r.fg = graph_->fg.clone();
+  torch::cuda::synchronize();
+  r.timings.infer_ms = ms(t0, Clock::now());
+  return r;
+#else
+  (void)x;
+  throw ModelError("CUDA graphs requested in a build without CUDA");
+#endif
 }
 
 }  // namespace corridorkey::detail

@@ -9,6 +9,8 @@
 #include "model/token_routing.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace corridorkey::detail {
 
@@ -17,7 +19,26 @@ struct ModelRun {
   StageTimings timings;     // encoder / decoders / refiner / model (eager runs only)
   uint64_t encoder_peak = 0, decoders_peak = 0, refiner_peak = 0;  // bytes, eager only
   double routed_stage2 = 1.0, routed_stage3 = 1.0;  // fraction of tokens through attention
+  /// What changed to get this frame through (on_oom degrade, a failed graph capture).
+  std::vector<std::string> warnings;
 };
+
+/// How the forward is executed. Decided once, from the options and the device, by a pure
+/// function so the rules are tested on any machine.
+enum class ExecKind { Eager, CudaGraph, Aoti };
+struct ExecPlan {
+  ExecKind kind = ExecKind::Eager;
+  std::vector<std::string> notes;  // one line per choice that differs from what was asked
+};
+/// compile_mode none: eager. reduce-overhead: a CUDA graph on CUDA. default / max-autotune:
+/// the AOTInductor package when given, else a CUDA graph on CUDA. Token routing plans each
+/// frame from its hint (host reads of edge counts), which a CUDA graph cannot capture and an
+/// AOTInductor package does not contain: routed profiles run eager, with a note.
+ExecPlan plan_execution(const EngineOptions& options, bool cuda, bool token_routing);
+
+/// Test hook: the next `n` forward attempts fail as if the device ran out of memory (an
+/// injected c10::OutOfMemoryError before any work), so the on_oom policy is tested on CPU.
+void inject_out_of_memory(int n);
 
 /// A frame whose alpha or fg holds NaN or Inf is a failed frame (ModelError naming `what`),
 /// not a silently written NaN matte.
@@ -49,7 +70,12 @@ class ModelRunner {
 
  private:
   ModelRun eager(const torch::Tensor& x, bool timed);
+  ModelRun run_once(const torch::Tensor& x);
+  ModelRun run_graph(const torch::Tensor& x);
   void choose_refiner(std::string& notes);
+  /// on_oom degrade: the next step down (tiled refiner + cache clearing, then a half
+  /// precision). Returns what changed, or "" when nothing is left to give.
+  std::string degrade();
   struct Graph;
 
   model::GreenFormer net_;
@@ -59,7 +85,8 @@ class ModelRunner {
   torch::ScalarType weight_dtype_ = torch::kFloat;
   bool autocast_ = false;
   torch::ScalarType autocast_dtype_ = torch::kBFloat16;
-  enum class Exec { Eager, CudaGraph, Aoti } exec_ = Exec::Eager;
+  ExecKind exec_ = ExecKind::Eager;
+  int degraded_ = 0;  // on_oom steps taken
   bool tiled_ = false;
   uint64_t whole_image_bytes_ = 0;
   std::unique_ptr<Graph> graph_;

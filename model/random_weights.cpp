@@ -1,17 +1,17 @@
-#include "runtime/random_weights.h"
+#include "random_weights.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
 
-namespace corridorkey::detail {
+namespace corridorkey::model {
 namespace {
 bool ends_with(const std::string& s, const std::string& x) {
   return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
 }
 }  // namespace
 
-void randomize_weights(model::GreenFormerImpl& net, uint64_t seed) {
+void randomize_weights(GreenFormerImpl& net, uint64_t seed) {
   torch::NoGradGuard ng;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   auto normal = [&](const torch::Tensor& t, double mean, double std) {
@@ -41,4 +41,4 @@ void randomize_weights(model::GreenFormerImpl& net, uint64_t seed) {
   }
 }
 
-}  // namespace corridorkey::detail
+}  // namespace corridorkey::model

@@ -1,0 +1,41 @@
+// Text names of the option enums (what profiles, flags and reports print).
+#include <corridorkey/options.h>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::Float32: return "float32";
+    case Precision::Float16: return "float16";
+    case Precision::BFloat16: return "bfloat16";
+    case Precision::Auto: return "auto";
+  }
+  return "?";
+}
+
+const char* to_string(RefinerTiling t) {
+  switch (t) {
+    case RefinerTiling::Off: return "false";
+    case RefinerTiling::On: return "true";
+    case RefinerTiling::Auto: return "auto";
+  }
+  return "?";
+}
+
+const char* to_string(CompileMode m) {
+  switch (m) {
+    case CompileMode::None: return "none";
+    case CompileMode::Default: return "default";
+    case CompileMode::ReduceOverhead: return "reduce-overhead";
+    case CompileMode::MaxAutotune: return "max-autotune";
+  }
+  return "?";
+}
+
+const char* to_string(EngineKind k) {
+  return k == EngineKind::Original ? "original" : "optimized";
+}
+
+const char* to_string(OnOom o) { return o == OnOom::Fail ? "fail" : "degrade"; }
+
+CORRIDORKEY_NAMESPACE_END

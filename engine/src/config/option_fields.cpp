@@ -1,0 +1,40 @@
+// The public view of the option tables (corridorkey/option_fields.h).
+#include <corridorkey/errors.h>
+#include <corridorkey/option_fields.h>
+
+#include "config/engine_fields.h"
+#include "config/inference_fields.h"
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+using config::engine_table;
+
+std::vector<OptionInfo> engine_option_fields() { return engine_table().info(); }
+std::vector<OptionInfo> inference_option_fields() { return config::inference_table().info(); }
+
+void set_engine_option(EngineOptions& o, const std::string& key, const std::string& value,
+                       const std::string& source) {
+  engine_table().set(o, key, value, source);
+}
+
+void set_inference_option(InferenceOptions& o, const std::string& key, const std::string& value,
+                          const std::string& source) {
+  config::inference_table().set(o, key, value, source);
+}
+
+std::string engine_option_value(const EngineOptions& o, const std::string& key) {
+  return engine_table().get(o, key);
+}
+
+std::string inference_option_value(const InferenceOptions& o, const std::string& key) {
+  return config::inference_table().get(o, key);
+}
+
+void validate_inference_options(const InferenceOptions& o, const std::string& source) {
+  CK_CHECK(o.fg || o.matte || o.comp || o.processed, ConfigError, source,
+           ": key 'outputs': select at least one of fg, matte, comp, processed");
+  CK_CHECK(o.read_workers >= 1 && o.write_workers >= 1, ConfigError, source,
+           ": read_workers / write_workers must be >= 1");
+}
+
+CORRIDORKEY_NAMESPACE_END

@@ -1,0 +1,36 @@
+// A small strict JSON reader for the one JSON file model/ reads: a checkpoint's config.json.
+// Own code rather than a JSON library so model/ builds against LibTorch alone (the GPU
+// check machine has no -dev packages; CMake option CK_MODEL_ONLY). Bounded: nesting depth
+// 32, text length 1 MiB; malformed text is a ModelError naming the source and the offset.
+// Fuzzed through tests/fuzz/fuzz_config_json.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace corridorkey::model::json {
+
+struct Value {
+  enum class Kind { Null, Bool, Int, Float, String, Array, Object };
+  Kind kind = Kind::Null;
+  bool b = false;
+  int64_t i = 0;   // Int: integer literals that fit in 64 bits
+  double f = 0;    // Float: every other number (and Int's value as a double)
+  std::string s;
+  std::vector<Value> items;                            // Array
+  std::vector<std::pair<std::string, Value>> members;  // Object, in file order
+
+  const Value* find(const std::string& key) const;
+  /// The value as JSON text, shortened to `max` characters (for messages).
+  std::string text(size_t max = 80) const;
+};
+
+/// Parses one JSON document. ModelError "<source>: config.json ..." when malformed.
+Value parse(const std::string& text, const std::string& source);
+
+/// JSON string literal of `s` (quotes and escapes), for writers.
+std::string quote(const std::string& s);
+
+}  // namespace corridorkey::model::json
