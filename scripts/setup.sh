@@ -30,7 +30,8 @@ apt_pkgs=(build-essential cmake ninja-build ccache git pkg-config python3-venv
           libopencv-dev libopenexr-dev libyaml-cpp-dev libcli11-dev catch2
           nlohmann-json3-dev
           slurm-wlm munge    # a real single-node Slurm for the farm-export tests
-          clang libclang-rt-14-dev)  # libFuzzer + sanitizers (scripts/fuzz.sh)
+          clang libclang-rt-14-dev   # libFuzzer + sanitizers (scripts/fuzz.sh)
+          ffmpeg)   # ProRes 4444 deliverables and the reference's H.264 settings (video_out)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

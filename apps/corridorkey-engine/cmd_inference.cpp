@@ -72,11 +72,14 @@ void add_inference(CLI::App& app, int& exit_code) {
         std::cout << event_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
         return;
       }
-      if (e.kind == PipelineEvent::Kind::Warning || e.kind == PipelineEvent::Kind::FrameFailed) {
+      if (e.kind == PipelineEvent::Kind::Warning || e.kind == PipelineEvent::Kind::FrameFailed ||
+          e.kind == PipelineEvent::Kind::VideoFailed) {
         if (bar) std::fprintf(stderr, "\r\033[K");
         std::fprintf(stderr, "%s: %s\n", e.kind == PipelineEvent::Kind::Warning ? "warning" : "error",
                      e.message.c_str());
       }
+      if (e.kind == PipelineEvent::Kind::VideoWritten && !*quiet)
+        std::fprintf(stderr, "wrote %s: %s\n", e.file.c_str(), e.message.c_str());
       if (bar && (e.kind == PipelineEvent::Kind::FrameDone || e.kind == PipelineEvent::Kind::FrameFailed)) {
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const double fps = e.frames_done / std::max(s, 1e-9);
@@ -90,7 +93,8 @@ void add_inference(CLI::App& app, int& exit_code) {
     if (*json) {
       nlohmann::json j{{"event", "summary"}, {"clips", sum.clips}, {"frames_total", sum.frames_total},
                        {"frames_done", sum.frames_done}, {"frames_skipped", sum.frames_skipped},
-                       {"frames_failed", sum.frames_failed}, {"failures", sum.failures},
+                       {"frames_failed", sum.frames_failed}, {"videos_written", sum.videos_written},
+                       {"videos_failed", sum.videos_failed}, {"failures", sum.failures},
                        {"interrupted", sum.interrupted}, {"wall_ms", sum.wall_ms},
                        {"device", sum.engine.device}, {"checkpoint", sum.engine.checkpoint},
                        {"infer_wait_ms", sum.infer_wait_ms},
@@ -112,7 +116,7 @@ void add_inference(CLI::App& app, int& exit_code) {
       for (const auto& p : job->paths) std::fprintf(stderr, "outputs under %s/**/Output/\n", p.c_str());
     }
     exit_code = sum.interrupted          ? kInterrupted
-                : sum.frames_failed == 0 ? kOk
+                : sum.frames_failed == 0 && sum.videos_failed == 0 ? kOk
                 : job->on_error == OnError::Skip ? kPartial
                                                  : kInput;
   });

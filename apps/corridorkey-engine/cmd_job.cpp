@@ -116,7 +116,8 @@ void add_job(CLI::App& app, int& exit_code) {
         nlohmann::json ev{{"event", to_string(e.kind)}, {"clip", e.clip}, {"frame", e.frame},
                           {"message", e.message}};
         std::cout << ev.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
-      } else if (e.kind == PipelineEvent::Kind::FrameFailed || e.kind == PipelineEvent::Kind::Warning) {
+      } else if (e.kind == PipelineEvent::Kind::FrameFailed || e.kind == PipelineEvent::Kind::Warning ||
+                 e.kind == PipelineEvent::Kind::VideoFailed || e.kind == PipelineEvent::Kind::VideoWritten) {
         std::fprintf(stderr, "%s: %s\n", to_string(e.kind), e.message.c_str());
       }
     });
@@ -125,7 +126,7 @@ void add_job(CLI::App& app, int& exit_code) {
                    j.name.c_str(), todo.index, todo.count, s.frames_done, s.frames_skipped,
                    s.frames_failed, s.wall_ms / 1000);
     exit_code = s.interrupted ? kInterrupted
-                : s.frames_failed == 0 ? kOk
+                : s.frames_failed == 0 && s.videos_failed == 0 ? kOk
                 : j.inference.on_error == OnError::Skip ? kPartial : kInput;
   });
 

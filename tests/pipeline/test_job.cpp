@@ -137,3 +137,31 @@ TEST_CASE("job chunks run idempotently and resume", "[pipeline]") {
   CHECK_THAT(sb, !Contains("--gres=gpu"));
   fs::remove_all(root);
 }
+
+TEST_CASE("a job keys clips without hints and the last chunk encodes the video", "[pipeline]") {
+  const auto root = ck_test::temp_dir("jobvideo");
+  devtools::SyntheticClip c;
+  c.frames = 5;
+  c.width = 96;
+  c.height = 64;
+  c.hints = false;
+  devtools::write_synthetic_clip(root / "nohint", c);
+  const auto file = write(root / "job.yaml",
+                          "name: v\nclips: [nohint]\nprofile: original\ndevice: cpu\nchunk_size: 2\n"
+                          "hint: chroma\ncolor: linear\nvideo_out: [comp]\noutputs: [matte, comp]\n");
+  const auto job = load_job(file.string());
+  const auto jf = job_frames(job);
+  REQUIRE(jf.total() == 5);  // every plate, though there is no AlphaHint/
+  const auto chunks = plan_chunks(jf, 0, job.chunk_size);
+  REQUIRE(chunks.size() == 3);
+  const auto mp4 = root / "nohint" / "Output" / "Comp.mp4";
+  CHECK(run_chunk(job, chunks[2]).videos_written == 0);  // frames 1-4 still missing
+  CHECK(run_chunk(job, chunks[0]).videos_written == 0);
+  CHECK_FALSE(fs::exists(mp4));
+  const auto s = run_chunk(job, chunks[1]);  // completes the sequence
+  CHECK(s.frames_done == 2);
+  CHECK(s.videos_written == 1);
+  REQUIRE(fs::exists(mp4));
+  CHECK(fs::exists(root / "nohint" / "Output" / "AlphaHint" / "plate_0005.png"));
+  fs::remove_all(root);
+}

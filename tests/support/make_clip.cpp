@@ -1,7 +1,8 @@
 // ck_make_clip: the shared synthetic clip generator (engine/src/devtools/synthetic_clip.h)
 // for the CLI test scripts.
 //   ck_make_clip DIR [--frames N] [--size WxH] [--plate exr|png|png16|tif]
-//                [--hint png16|png|exr] [--prefix P] [--digits D] [--soft-edge PX]
+//                [--hint png16|png|exr|none] [--prefix P] [--digits D] [--soft-edge PX]
+//                [--screen green|blue|swapped] [--noise A]
 #include "devtools/synthetic_clip.h"
 
 #include <cstdio>
@@ -23,7 +24,10 @@ int main(int argc, char** argv) {
     if (k == "--frames") c.frames = std::atoi(v.c_str());
     else if (k == "--size") std::sscanf(v.c_str(), "%dx%d", &c.width, &c.height);
     else if (k == "--plate") c.plate_format = v;
+    else if (k == "--hint" && v == "none") c.hints = false;
     else if (k == "--hint") c.hint_format = v;
+    else if (k == "--screen") c.screen = v;
+    else if (k == "--noise") c.noise = std::atof(v.c_str());
     else if (k == "--prefix") c.plate_prefix = c.hint_prefix = v;
     else if (k == "--digits") c.digits = std::atoi(v.c_str());
     else if (k == "--soft-edge") c.soft_edge_px = std::atof(v.c_str());

@@ -94,6 +94,12 @@ class CORRIDORKEY_API BaseEngine {
   /// resized when its size differs). Throws IoError for bad views.
   FrameResult process_frame(const ImageView& plate, const ImageView& hint);
 
+  /// The same for a plate shot on `screen`: Blue swaps green and blue before the model and
+  /// swaps fg, processed and comp back, so despill acts on the backing's own channel (the
+  /// model is trained on green). Green is the call above; Auto is refused (ConfigError):
+  /// estimate the clip's backing once with estimate_screen() (hint.h).
+  FrameResult process_frame(const ImageView& plate, const ImageView& hint, Screen screen);
+
   /// Model only, at model resolution: input [4,S,S] planar float (normalised rgb + hint).
   /// Returns alpha [S,S] and fg [3,S,S] planar. For benchmarks and parity checks.
   struct ModelOutput {

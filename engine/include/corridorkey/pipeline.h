@@ -23,8 +23,9 @@
 CORRIDORKEY_NAMESPACE_BEGIN
 
 struct PipelineEvent {
+  /// VideoWritten / VideoFailed: a video deliverable (file = the video) after the frames.
   enum class Kind { JobStarted, ClipStarted, FrameDone, FrameSkipped, Warning, FrameFailed,
-                    ClipDone, JobDone };
+                    VideoWritten, VideoFailed, ClipDone, JobDone };
   Kind kind = Kind::JobStarted;
   std::string clip, frame, file, message;
   int frames_done = 0, frames_total = 0;
@@ -34,7 +35,8 @@ CORRIDORKEY_API const char* to_string(PipelineEvent::Kind k);
 
 struct JobSummary {
   int clips = 0, frames_total = 0, frames_done = 0, frames_skipped = 0, frames_failed = 0;
-  std::vector<std::string> failures;  // "file: reason"
+  int videos_written = 0, videos_failed = 0;
+  std::vector<std::string> failures;  // "file: reason" (frames and videos)
   bool interrupted = false;
   double wall_ms = 0;
   /// Time the inference thread sat idle: waiting for a pre-processed frame (readers behind)

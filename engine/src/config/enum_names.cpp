@@ -38,4 +38,24 @@ const char* to_string(EngineKind k) {
 
 const char* to_string(OnOom o) { return o == OnOom::Fail ? "fail" : "degrade"; }
 
+const char* to_string(HintSource h) {
+  switch (h) {
+    case HintSource::Auto: return "auto";
+    case HintSource::Files: return "files";
+    case HintSource::Chroma: return "chroma";
+  }
+  return "?";
+}
+
+const char* to_string(Screen s) {
+  switch (s) {
+    case Screen::Auto: return "auto";
+    case Screen::Green: return "green";
+    case Screen::Blue: return "blue";
+  }
+  return "?";
+}
+
+const char* to_string(VideoCodec c) { return c == VideoCodec::H264 ? "h264" : "prores"; }
+
 CORRIDORKEY_NAMESPACE_END

@@ -42,6 +42,44 @@ Field<O> outputs_row() {
   return f;
 }
 
+/// `video_out`: auto, none, or a comma-separated subset of comp, matte, fg.
+Field<O> video_out_row() {
+  Field<O> f;
+  f.info = {"video_out", I,
+            "also encode these outputs as <out>/Comp.mp4 (Matte, FG) once their sequence is "
+            "complete; auto = comp for video inputs",
+            "auto, none, or a comma-separated subset of comp, matte, fg", "", false, {}, {}};
+  f.parse = [](O& o, const std::string& v) {
+    VideoOutputs vo;
+    vo.auto_ = false;
+    if (v == "auto") vo.auto_ = true;
+    else if (v != "none") {
+      std::stringstream ss(v);
+      for (std::string s; std::getline(ss, s, ',');) {
+        if (s == "comp") vo.comp = true;
+        else if (s == "matte") vo.matte = true;
+        else if (s == "fg") vo.fg = true;
+        else return false;
+      }
+      if (!vo.any()) return false;
+    }
+    o.video_out = vo;
+    return true;
+  };
+  f.format = [](const O& o) {
+    if (o.video_out.auto_) return std::string("auto");
+    std::string s;
+    for (auto [on, name] : {std::pair{o.video_out.comp, "comp"}, {o.video_out.matte, "matte"},
+                            {o.video_out.fg, "fg"}}) {
+      if (!on) continue;
+      if (!s.empty()) s.push_back(',');
+      s.append(name);
+    }
+    return s.empty() ? std::string("none") : s;
+  };
+  return f;
+}
+
 bool frame_ranges_syntax(const std::string& v) {
   static const std::regex re(R"(^\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*$)");
   return v.empty() || std::regex_match(v, re);
@@ -74,6 +112,32 @@ std::vector<Field<O>> rows() {
           "plates are srgb (reference default), linear (converted after the resize) or auto "
           "(EXR linear, others sRGB)"),
       {{"--linear", "linear"}, {"--srgb", "srgb"}}));
+  r.push_back(choice_row<O, HintSource>(
+      "hint", I, &O::hint,
+      {{"auto", HintSource::Auto}, {"files", HintSource::Files}, {"chroma", HintSource::Chroma}},
+      "alpha hints from AlphaHint/ (files), a chroma key of the plate written to "
+      "<out>/AlphaHint/ (chroma), or auto (files when the clip has AlphaHint/)"));
+  r.push_back(choice_row<O, Screen>(
+      "screen", I, &O::screen,
+      {{"auto", Screen::Auto}, {"green", Screen::Green}, {"blue", Screen::Blue}},
+      "backing colour; blue plates are keyed with green and blue swapped around the model"));
+  r.push_back(real_row<O>("hint_erode", I, &O::hint_erode,
+                          [](double x) { return x >= 0 && x <= 200; },
+                          "generated hints: erosion in pixels of a 1080-line frame",
+                          "pixels in 0..200"));
+  r.push_back(real_row<O>("hint_blur", I, &O::hint_blur,
+                          [](double x) { return x >= 0 && x <= 200; },
+                          "generated hints: blur radius in pixels of a 1080-line frame",
+                          "pixels in 0..200"));
+  r.push_back(video_out_row());
+  r.push_back(choice_row<O, VideoCodec>(
+      "video_codec", I, &O::video_codec,
+      {{"h264", VideoCodec::H264}, {"prores", VideoCodec::ProRes}},
+      "video deliverables as H.264 .mp4 or ProRes 4444 .mov (FG with alpha; needs ffmpeg)"));
+  r.push_back(real_row<O>("video_fps", I, &O::video_fps,
+                          [](double x) { return x == 0 || (x >= 1 && x <= 240); },
+                          "frame rate of the videos; 0 = the source video's (24 for sequences)",
+                          "0 or a rate in 1..240"));
   r.push_back(int_row<O, int>("read_workers", I, &O::read_workers, 1, 64,
                               "decode + pre-process threads"));
   r.push_back(int_row<O, int>("write_workers", I, &O::write_workers, 1, 64,

@@ -5,6 +5,8 @@
 #include "config/engine_fields.h"
 #include "config/inference_fields.h"
 
+#include <tuple>
+
 CORRIDORKEY_NAMESPACE_BEGIN
 
 using config::engine_table;
@@ -35,6 +37,15 @@ void validate_inference_options(const InferenceOptions& o, const std::string& so
            ": key 'outputs': select at least one of fg, matte, comp, processed");
   CK_CHECK(o.read_workers >= 1 && o.write_workers >= 1, ConfigError, source,
            ": read_workers / write_workers must be >= 1");
+  // A video is encoded from its image sequence, so the sequence must be among the outputs.
+  for (auto [want, have, name] : {std::tuple{o.video_out.comp, o.comp, "comp"},
+                                  {o.video_out.matte, o.matte, "matte"},
+                                  {o.video_out.fg, o.fg, "fg"}})
+    CK_CHECK(!want || have, ConfigError, source, ": key 'video_out': ", name,
+             " is encoded from the ", name, " sequence, which 'outputs' does not select");
+  CK_CHECK(!(o.video_codec == VideoCodec::ProRes && o.video_out.fg && !o.matte), ConfigError,
+           source, ": key 'video_codec': ProRes FG carries the matte as alpha; add matte to "
+           "'outputs'");
 }
 
 CORRIDORKEY_NAMESPACE_END

@@ -40,13 +40,18 @@ Image synthetic_plate(const SyntheticClip& c, int f) {
   im.height = c.height;
   im.channels = 3;
   im.pixels.resize(static_cast<size_t>(c.width) * c.height * 3);
-  const float fg[3] = {0.5f, 0.3f, 0.2f}, screen[3] = {0.03f, 0.45f, 0.04f};
+  CK_CHECK(c.screen == "green" || c.screen == "blue" || c.screen == "swapped", ConfigError,
+           "synthetic clip: unknown screen '", c.screen, "' (green, blue, swapped)");
+  const float fg[3] = {0.5f, 0.3f, 0.2f};
+  float screen[3] = {0.03f, 0.45f, 0.04f};
+  if (c.screen == "blue") screen[1] = 0.06f, screen[2] = 0.45f;
   for (int y = 0; y < c.height; ++y)
     for (int x = 0; x < c.width; ++x) {
       const float a = coverage(c, x, y, f);
       const float n = c.noise > 0 ? static_cast<float>(c.noise * ((x * 7 + y * 13 + f) % 17) / 17.0) : 0.f;
       float* p = &im.pixels[(static_cast<size_t>(y) * c.width + x) * 3];
       for (int k = 0; k < 3; ++k) p[k] = a * fg[k] + (1 - a) * screen[k] + n;
+      if (c.screen == "swapped") std::swap(p[1], p[2]);
     }
   return im;
 }
@@ -78,11 +83,12 @@ void write_synthetic_hint(const std::string& path, const SyntheticClip& c, int f
 
 fs::path write_synthetic_clip(const fs::path& dir, const SyntheticClip& c) {
   fs::create_directories(dir / "Input");
-  fs::create_directories(dir / "AlphaHint");
+  if (c.hints) fs::create_directories(dir / "AlphaHint");
   for (int f = 0; f < c.frames; ++f) {
     write_image((dir / "Input" / frame_name(c.plate_prefix, f, c.digits, extension(c.plate_format))).string(),
                 synthetic_plate(c, f), c.plate_format, "RGB");
-    write_synthetic_hint(
+    if (c.hints)
+      write_synthetic_hint(
         (dir / "AlphaHint" / frame_name(c.hint_prefix, f, c.digits, extension(c.hint_format))).string(), c, f);
   }
   return dir;

@@ -21,6 +21,10 @@ struct SyntheticClip {
   int digits = 4;
   double soft_edge_px = 0;  // 0: a hard-edged disc; > 0: a linear ramp that wide
   double noise = 0;         // amplitude of a deterministic per-pixel pattern added to the plate
+  /// "green"; "blue" (the same subject over a blue backing); "swapped" (the green plate with
+  /// green and blue exchanged: the exact blue twin of the green clip).
+  std::string screen = "green";
+  bool hints = true;        // false: no AlphaHint/ (hints to be generated)
 };
 
 /// Frame f (0-based): the plate [H,W,3] and the true alpha / hint [H,W,1].

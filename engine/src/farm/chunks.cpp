@@ -28,7 +28,9 @@ JobFrames job_frames(const JobSpec& job) {
     const auto& c = clips.front();
     CK_CHECK(seen.insert(c.name).second, ConfigError, job.file, ": two clips are named '", c.name,
              "' (clip names must be unique within a job)");
-    const int n = std::min(c.input.count(), c.hint.count());
+    // Generated hints (no AlphaHint/, or hint chroma): every plate is a frame.
+    const bool files = !c.hint.empty() && job.inference.hint != HintSource::Chroma;
+    const int n = files ? std::min(c.input.count(), c.hint.count()) : c.input.count();
     std::vector<int> f;
     if (frames.empty()) {
       for (int i = 1; i <= n; ++i) f.push_back(i);
@@ -111,6 +113,8 @@ JobSummary run_chunk(BaseEngine& engine, const JobSpec& job, const Chunk& chunk,
     total.frames_done += s.frames_done;
     total.frames_skipped += s.frames_skipped;
     total.frames_failed += s.frames_failed;
+    total.videos_written += s.videos_written;
+    total.videos_failed += s.videos_failed;
     total.failures.insert(total.failures.end(), s.failures.begin(), s.failures.end());
     total.interrupted |= s.interrupted;
     total.wall_ms += s.wall_ms;

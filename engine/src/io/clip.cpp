@@ -103,9 +103,12 @@ Clip load_clip(const fs::path& p) {
   c.name = fs::path(p).filename().string();
   CK_CHECK(find_source(p, "Input", c.input), IoError, p.string(),
            ": no Input/ image sequence or Input video found");
-  CK_CHECK(find_source(p, "AlphaHint", c.hint), IoError, p.string(),
-           ": no AlphaHint/ image sequence or AlphaHint video found");
-  if (c.input.is_video()) c.input.video_frames = VideoReader(c.input.video).frame_count();
+  find_source(p, "AlphaHint", c.hint);  // optional: hints can be generated
+  if (c.input.is_video()) {
+    VideoReader v(c.input.video);
+    c.input.video_frames = v.frame_count();
+    c.input.video_fps = v.fps();
+  }
   if (c.hint.is_video()) c.hint.video_frames = VideoReader(c.hint.video).frame_count();
   return c;
 }
@@ -132,7 +135,7 @@ std::vector<Clip> discover_clips(const std::vector<std::string>& paths) {
       return natural_less(a.filename().string(), b.filename().string());
     });
     CK_CHECK(!subs.empty(), IoError, raw, ": no clips found (a clip folder has Input/ and "
-             "AlphaHint/; a clips root has clips/<name>/ or <name>/ subfolders)");
+             "optionally AlphaHint/; a clips root has clips/<name>/ or <name>/ subfolders)");
     for (const auto& s : subs) clips.push_back(load_clip(s));
   }
   return clips;

@@ -1,6 +1,7 @@
 // Clip discovery: the folder conventions users know from the reference.
 //   <clip>/Input/ (image sequence or one video) or <clip>/Input.<ext>
-//   <clip>/AlphaHint/ (image sequence or one video) or <clip>/AlphaHint.<ext>
+//   <clip>/AlphaHint/ (image sequence or one video) or <clip>/AlphaHint.<ext>; optional
+//     (a clip without one is keyed from generated hints, InferenceOptions::hint)
 //   <clip>/Output/{FG,Matte,Processed,Comp}/ written by the engine
 // A clips root holds clips/<name>/ or direct subfolders (natural-sorted, names starting
 // with '.' or '_' skipped). Torch-free.
@@ -15,7 +16,9 @@ struct FrameSource {
   std::string video;                 // set for a video source
   std::vector<std::string> frames;   // image sequence, natural-sorted
   int video_frames = 0;              // reported frame count of the video
+  double video_fps = 0;              // its frame rate (0 when unknown)
   bool is_video() const { return !video.empty(); }
+  bool empty() const { return video.empty() && frames.empty(); }
   int count() const { return is_video() ? video_frames : static_cast<int>(frames.size()); }
 };
 
@@ -28,7 +31,8 @@ struct Clip {
 bool natural_less(const std::string& a, const std::string& b);
 
 /// Clips under each path (a clip folder, a clips root, or several). IoError naming the
-/// path when it holds no clip, or a clip lacks Input/AlphaHint.
+/// path when it holds no clip, or a clip lacks Input. The hint source is empty when the
+/// clip has no AlphaHint.
 std::vector<Clip> discover_clips(const std::vector<std::string>& paths);
 
 /// Parses "A-B[,C-D]" / "N" (1-based, inclusive) into a sorted list of 0-based indices

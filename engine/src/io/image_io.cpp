@@ -271,7 +271,7 @@ void write_encoded(const std::string& path, const cv::Mat& m) {
 }
 }  // namespace
 
-void write_png8(const std::string& path, const Image& im) {
+void write_png8(const std::string& path, const Image& im, bool round) {
   // As the reference writes its Comp PNG: clip to [0, 1], scale by 255 in float32 and
   // TRUNCATE ((comp * 255).astype(np.uint8)), so 0.999 -> 254, not 255. NaN -> 0.
   cv::Mat u8(im.height, im.width, CV_8UC(im.channels));
@@ -280,7 +280,7 @@ void write_png8(const std::string& path, const Image& im) {
   const size_t n = static_cast<size_t>(im.width) * im.height * im.channels;
   for (size_t i = 0; i < n; ++i) {
     const float v = src[i] > 0.f ? std::min(src[i], 1.f) : 0.f;
-    dst[i] = static_cast<uint8_t>(v * 255.f);
+    dst[i] = static_cast<uint8_t>(round ? std::lround(v * 255.f) : static_cast<long>(v * 255.f));
   }
   if (im.channels == 3) cv::cvtColor(u8, u8, cv::COLOR_RGB2BGR);
   if (im.channels == 4) cv::cvtColor(u8, u8, cv::COLOR_RGBA2BGRA);

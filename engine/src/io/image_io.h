@@ -32,8 +32,8 @@ void write_exr(const std::string& path, const Image& image, const std::string& n
                ExrCompression compression);
 
 /// Writes an 8-bit PNG: values clamped to 0..1, times 255, truncated (as the reference's
-/// `(comp * 255).astype(np.uint8)`). Atomic like write_exr.
-void write_png8(const std::string& path, const Image& image);
+/// `(comp * 255).astype(np.uint8)`), or rounded to the nearest level. Atomic like write_exr.
+void write_png8(const std::string& path, const Image& image, bool round = false);
 
 /// Writes a 16-bit PNG or TIFF (by extension; values clamped to 0..1 and rounded), as
 /// compositing tools write hints and plates. Atomic like write_exr.

@@ -2,6 +2,7 @@
 // created, colour space decided; the one place that names a frame's output files.
 #pragma once
 
+#include <corridorkey/hint.h>
 #include <corridorkey/options.h>
 #include <corridorkey/pipeline.h>
 
@@ -19,6 +20,20 @@ struct ClipPlan {
   std::vector<std::string> stems;  // output name of every frame of the clip
   bool linear = false;             // plates are scene-linear
   std::filesystem::path out;       // <clip>/Output or <output_root>/<clip>
+  /// Hints from a chroma key of each plate, written to <out>/AlphaHint/<stem>.png.
+  bool generate_hint = false;
+  ChromaHintOptions hint_options;
+  /// The backing: estimated (coverage > 0) or as given by --screen.
+  ScreenEstimate screen;
+  /// Blue backing: green and blue swapped before the model and after it.
+  bool swap_gb = false;
+  /// Which outputs are also encoded as videos, at which frame rate.
+  VideoOutputs videos;
+  double fps = 24;
+
+  std::filesystem::path hint_file(const std::string& stem) const {
+    return out / "AlphaHint" / (stem + ".png");
+  }
 };
 
 /// The selected outputs of one frame (empty string = not selected).
@@ -42,7 +57,8 @@ struct Plan {
 };
 
 /// Throws IoError / ConfigError for what makes the whole run impossible (no clips, count
-/// mismatch without allow_mismatch, bad frame ranges, unwritable output folders).
+/// mismatch without allow_mismatch, bad frame ranges, unwritable output folders, no hints
+/// and no backing to generate them from).
 Plan plan_job(const InferenceOptions& job);
 
 }  // namespace corridorkey::pipeline

@@ -3,6 +3,7 @@
 #include <corridorkey/errors.h>
 
 #include "io/image_io.h"
+#include "post/postprocess.h"
 #include "runtime/frame_tensors.h"
 #include "runtime/torch_boundary.h"
 #include "timing.h"
@@ -26,6 +27,22 @@ size_t sanitize(Image& im) {
       ++bad;
     }
   return bad;
+}
+
+/// The generated hint of a plate (RGB, negatives clamped), quantised to the 8-bit levels
+/// of the PNG written for review, so keying from that PNG later gives the same matte.
+Image generate_hint(const ClipPlan& p, const Image& plate, const std::string& stem) {
+  const Image* srgb = &plate;
+  Image encoded;
+  if (p.linear) {  // the key runs on the sRGB-encoded plate, as the model sees it
+    encoded = plate;
+    for (auto& v : encoded.pixels) v = post::linear_to_srgb(v);
+    srgb = &encoded;
+  }
+  Image hint = chroma_hint(srgb->view(), p.screen, p.hint_options);
+  for (auto& v : hint.pixels) v = static_cast<float>(std::lround(v * 255.f)) / 255.f;
+  io::write_png8(p.hint_file(stem).string(), hint, /*round=*/true);
+  return hint;
 }
 
 }  // namespace
@@ -54,6 +71,8 @@ ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
   if (size_t bad = sanitize(hint))
     it.warnings.push_back(file + ": " + std::to_string(bad) + " NaN/Inf samples in the hint set to 0");
   for (auto& v : plate.pixels) v = std::max(v, 0.f);  // EXR negatives clamped (reference)
+  if (p.generate_hint) hint = generate_hint(p, plate, it.stem);
+  if (p.swap_gb) swap_green_blue(plate);  // after the hint: it keys the plate as shot
   const double ar_p = static_cast<double>(plate.width) / plate.height;
   const double ar_h = static_cast<double>(hint.width) / hint.height;
   CK_CHECK(std::fabs(ar_p / ar_h - 1.0) <= 0.01, IoError, file, ": plate ", plate.width, "x",
@@ -80,7 +99,7 @@ ReadItem FrameReader::read_frame(size_t ci, int index) const {
   try {
     const auto t = Clock::now();
     Image plate = io::read_image(file, max_pixels_);
-    Image hint = io::read_image(p.clip.hint.frames[index], max_pixels_);
+    Image hint = p.generate_hint ? Image{} : io::read_image(p.clip.hint.frames[index], max_pixels_);
     return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t));
   } catch (const std::exception& e) {
     return ReadItem::failed(ci, index, p.stems[index], file, e.what());
@@ -93,7 +112,8 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
   std::unique_ptr<io::VideoReader> vin, vhint;
   try {
     if (p.clip.input.is_video()) vin = std::make_unique<io::VideoReader>(p.clip.input.video);
-    if (p.clip.hint.is_video()) vhint = std::make_unique<io::VideoReader>(p.clip.hint.video);
+    if (!p.generate_hint && p.clip.hint.is_video())
+      vhint = std::make_unique<io::VideoReader>(p.clip.hint.video);
   } catch (const std::exception& e) {
     const int first = p.frames.front();
     sink(ReadItem::failed(ci, first, p.stems[first], p.clip.root, e.what()));
@@ -116,7 +136,7 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
       }
       if (vhint) {
         CK_CHECK(vhint->next(hint), IoError, p.clip.hint.video, ": hint video ended at frame ", i);
-      } else if (wanted) {
+      } else if (wanted && !p.generate_hint) {
         hint = io::read_image(p.clip.hint.frames[i], max_pixels_);
       }
     } catch (const std::exception& e) {

@@ -15,9 +15,14 @@ void FrameWriter::write(const ClipPlan& plan, const std::string& stem, int width
                         StageTimings& timings) const {
   auto t = Clock::now();
   const Image alpha = post::resize_lanczos(alpha_model, width, height);
-  const Image fg = post::resize_lanczos(fg_model, width, height);
+  Image fg = post::resize_lanczos(fg_model, width, height);
   post::PostResult pr;
   if (job_.processed || job_.comp) pr = post::finish(alpha, fg, post_);
+  if (plan.swap_gb) {  // blue backing: despill acted on its channel; back to the plate's order
+    swap_green_blue(fg);
+    if (!pr.processed.empty()) swap_green_blue(pr.processed);
+    if (!pr.comp.empty()) swap_green_blue(pr.comp);
+  }
   timings.postprocess_ms = ms_since(t);
   t = Clock::now();
   const auto out = outputs_for(plan, job_, stem);

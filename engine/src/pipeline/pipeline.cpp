@@ -11,6 +11,7 @@
 #include "pipeline/frame_items.h"
 #include "pipeline/frame_reader.h"
 #include "pipeline/frame_writer.h"
+#include "pipeline/video_outputs.h"
 #include "runtime/engine_impl.h"
 #include "timing.h"
 
@@ -34,6 +35,8 @@ const char* to_string(PipelineEvent::Kind k) {
     case PipelineEvent::Kind::FrameSkipped: return "frame_skipped";
     case PipelineEvent::Kind::Warning: return "warning";
     case PipelineEvent::Kind::FrameFailed: return "frame_failed";
+    case PipelineEvent::Kind::VideoWritten: return "video_written";
+    case PipelineEvent::Kind::VideoFailed: return "video_failed";
     case PipelineEvent::Kind::ClipDone: return "clip_done";
     case PipelineEvent::Kind::JobDone: return "job_done";
   }
@@ -90,6 +93,7 @@ class Pipeline {
     for (auto& t : readers) t.join();
     write_q_.close();
     for (auto& t : writers) t.join();
+    encode_videos();
     summary_.wall_ms = ms_since(t0);
     for (const auto& p : plan_.clips) emit(PipelineEvent::Kind::ClipDone, p.clip.name, "", "", "");
     emit(PipelineEvent::Kind::JobDone, "", "", "", summary_.interrupted ? "interrupted" : "");
@@ -97,6 +101,24 @@ class Pipeline {
   }
 
  private:
+  /// After the frames: videos of the clips whose sequences are now complete (not after an
+  /// interruption, whose frames are incomplete by definition).
+  void encode_videos() {
+    if (summary_.interrupted) return;
+    for (size_t ci = 0; ci < plan_.clips.size(); ++ci) {
+      const auto& p = plan_.clips[ci];
+      if (!p.videos.any()) continue;
+      const auto r = encode_clip_videos(
+          p, job_, keyed_clips_.count(ci) > 0,
+          [&](PipelineEvent::Kind k, const std::string& file, const std::string& msg) {
+            if (k == PipelineEvent::Kind::VideoFailed) summary_.failures.push_back(file + ": " + msg);
+            emit(k, p.clip.name, "", file, msg);
+          });
+      summary_.videos_written += r.written;
+      summary_.videos_failed += r.failed;
+    }
+  }
+
   void emit(PipelineEvent::Kind k, const std::string& clip, const std::string& frame,
             const std::string& file, const std::string& msg, const StageTimings* timings = nullptr) {
     if (!on_event_) return;
@@ -236,6 +258,7 @@ class Pipeline {
       {
         std::lock_guard<std::mutex> l(summary_m_);
         ++summary_.frames_done;
+        keyed_clips_.insert(w.meta.clip);
         summary_.stage_sums += timings;
       }
       emit(PipelineEvent::Kind::FrameDone, p.clip.name, w.meta.stem, w.meta.file, "", &timings);
@@ -254,6 +277,7 @@ class Pipeline {
   std::mutex task_m_, summary_m_, event_m_;
   std::atomic<bool> stop_{false};
   std::pair<size_t, int> stop_at_{SIZE_MAX, INT_MAX};
+  std::set<size_t> keyed_clips_;  // clips with a frame written by this run
   std::set<std::pair<size_t, std::string>> warned_;  // first failing frame (on_error stop)
   BoundedQueue<ReadItem> read_q_{4};
   BoundedQueue<WriteItem> write_q_{4};

@@ -1,5 +1,6 @@
 #include <corridorkey/engine.h>
 #include <corridorkey/errors.h>
+#include <corridorkey/hint.h>
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
 
@@ -94,6 +95,27 @@ FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& h
   res.memory.encoder_peak = run_peaks[0];
   res.memory.decoders_peak = run_peaks[1];
   res.memory.refiner_peak = run_peaks[2];
+  return res;
+}
+
+FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint,
+                                      Screen screen) {
+  CK_CHECK(screen != Screen::Auto, ConfigError,
+           "process_frame: screen auto is decided per clip; pass green or blue (estimate_screen)");
+  if (screen == Screen::Green) return process_frame(plate, hint);
+  CK_CHECK(plate.channels >= 3, IoError, "plate: expected at least 3 channels, got ",
+           plate.channels);
+  Image swapped;
+  detail::rethrow_torch("pre-processing", [&] {
+    auto t = detail::view_to_tensor(plate, 3, "plate").index_select(2, torch::tensor({0, 2, 1}))
+                 .contiguous();
+    swapped.width = plate.width, swapped.height = plate.height, swapped.channels = 3;
+    swapped.pixels.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+  });
+  auto res = process_frame(swapped.view(), hint);
+  swap_green_blue(res.fg);
+  swap_green_blue(res.processed);
+  swap_green_blue(res.comp);
   return res;
 }
 
