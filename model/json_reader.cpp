@@ -59,7 +59,9 @@ class Parser {
         if (p_ >= t_.size() || t_[p_] != '"') fail("expected a string key");
         std::string key = string();
         if (!eat(':')) fail("expected ':'");
-        v.members.emplace_back(std::move(key), value(depth + 1));
+        Value member = value(depth + 1);
+        v.keys.push_back(std::move(key));
+        v.values.push_back(std::move(member));
       } while (eat(','));
       if (!eat('}')) fail("expected ',' or '}'");
     } else if (c == '[') {
@@ -170,8 +172,8 @@ class Parser {
 }  // namespace
 
 const Value* Value::find(const std::string& key) const {
-  for (const auto& [k, v] : members)
-    if (k == key) return &v;
+  for (size_t k = 0; k < keys.size(); ++k)
+    if (keys[k] == key) return &values[k];
   return nullptr;
 }
 
@@ -208,8 +210,8 @@ std::string Value::text(size_t max) const {
       break;
     case Kind::Object:
       s = "{";
-      for (size_t k = 0; k < members.size() && s.size() < max; ++k)
-        s += (k ? ", " : "") + quote(members[k].first) + ": " + members[k].second.text(max);
+      for (size_t k = 0; k < keys.size() && s.size() < max; ++k)
+        s += (k ? ", " : "") + quote(keys[k]) + ": " + values[k].text(max);
       s += "}";
       break;
   }

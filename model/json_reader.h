@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace corridorkey::model::json {
@@ -20,7 +19,10 @@ struct Value {
   double f = 0;    // Float: every other number (and Int's value as a double)
   std::string s;
   std::vector<Value> items;                            // Array
-  std::vector<std::pair<std::string, Value>> members;  // Object, in file order
+  // Object, in file order. Two vectors rather than vector<pair<string, Value>>: a pair of
+  // the still-incomplete Value is ill-formed (clang + libstdc++ 12 reject it).
+  std::vector<std::string> keys;
+  std::vector<Value> values;
 
   const Value* find(const std::string& key) const;
   /// The value as JSON text, shortened to `max` characters (for messages).
