@@ -156,6 +156,8 @@ def main(argv=None) -> int:
     sync = (lambda: torch.cuda.synchronize()) if dev.type == "cuda" else (lambda: None)
 
     rss_before = rss_mib()
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
     times = []
     alpha = fg = None
     for i in range(a.warmup + a.frames):
@@ -176,6 +178,11 @@ def main(argv=None) -> int:
         "encoder_ms": med[0], "decoders_ms": med[1], "refiner_ms": med[2], "median_ms": med[3],
         "min_ms": min(t[3] for t in times), "max_ms": max(t[3] for t in times),
         "peak_rss_mib": peak_rss_mib(), "rss_growth_mib": max(0.0, peak_rss_mib() - rss_before),
+        # Device memory over the timed forwards (weights included), as the engine reports it.
+        "cuda_peak_allocated_mib": (torch.cuda.max_memory_allocated(dev) / 2**20
+                                    if dev.type == "cuda" else 0.0),
+        "cuda_peak_reserved_mib": (torch.cuda.max_memory_reserved(dev) / 2**20
+                                   if dev.type == "cuda" else 0.0),
     }))
     return 0
 

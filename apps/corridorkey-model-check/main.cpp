@@ -23,10 +23,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/cuda.h>
+#include <torch/serialize.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -48,6 +50,7 @@ struct Args {
   std::vector<std::string> profiles{"original", "optimized", "performance", "experimental"};
   std::vector<std::string> precisions;  // empty: float16 + bfloat16 on CUDA, bfloat16 elsewhere
   bool bounds = true, rows = true;
+  std::string save_inputs;  // DIR: weights.pt + input.pt for tools/bench_reference.py
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -62,7 +65,8 @@ const char* kUsage =
     "usage: corridorkey-model-check [--device auto|cpu|cuda|cuda:N|mps] [--img-size N]\n"
     "         [--checkpoint FILE | --arch hiera_base_plus|tiny] [--seed N] [--frames K]\n"
     "         [--warmup W] [--profiles a,b,...] [--precisions float16,bfloat16,float32]\n"
-    "         [--profile-dir DIR] [--no-bounds] [--no-profiles] [--json FILE]\n";
+    "         [--profile-dir DIR] [--no-bounds] [--no-profiles] [--json FILE]\n"
+    "         [--save-inputs DIR]   (the weights and input, for tools/bench_reference.py)\n";
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -89,6 +93,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--precisions") a.precisions = split(val());
     else if (k == "--profile-dir") a.profile_dir = val();
     else if (k == "--json") a.json = val();
+    else if (k == "--save-inputs") a.save_inputs = val();
     else if (k == "--no-bounds") a.bounds = false;
     else if (k == "--no-profiles") a.rows = false;
     else if (k == "--help" || k == "-h") {
@@ -102,6 +107,29 @@ Args parse(int argc, char** argv) {
            " is not a positive multiple of 32");
   CK_CHECK(a.frames >= 1 && a.warmup >= 0, ConfigError, "--frames must be >= 1, --warmup >= 0");
   return a;
+}
+
+void save_dict(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& t) {
+  c10::Dict<std::string, torch::Tensor> d;
+  for (const auto& [k, v] : t) d.insert(k, v.detach().cpu().contiguous());
+  const auto bytes = torch::pickle_save(c10::IValue(d));
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  CK_CHECK(f.good(), IoError, path, ": cannot write");
+}
+
+/// The model's float32 weights and the seeded input as torch.save files of plain dicts:
+/// tools/bench_reference.py runs the PyTorch reference on exactly these.
+void save_inputs(const Args& a) {
+  std::filesystem::create_directories(a.save_inputs);
+  auto m = corridorkey::detail::make_model({a.checkpoint, a.img_size, a.checkpoint.empty() ? a.arch : "", a.seed});
+  std::vector<std::pair<std::string, torch::Tensor>> w;
+  for (const auto& p : m.net->named_parameters(true)) w.emplace_back(p.key(), p.value());
+  for (const auto& p : m.net->named_buffers(true)) w.emplace_back(p.key(), p.value());
+  save_dict(a.save_inputs + "/weights.pt", w);
+  save_dict(a.save_inputs + "/input.pt", {{"input", model::seeded_input(1, a.img_size, a.seed)}});
+  std::cout << "saved " << a.save_inputs << "/weights.pt and input.pt (" << m.net->config().arch
+            << ", img_size " << a.img_size << ")\n";
 }
 
 struct Check {
@@ -381,6 +409,7 @@ int main(int argc, char** argv) {
   try {
     const auto args = parse(argc, argv);
     c10::InferenceMode guard;
+    if (!args.save_inputs.empty()) save_inputs(args);
     Checker c(args);
     if (args.rows) c.run_rows();
     if (args.bounds) c.run_bounds();
