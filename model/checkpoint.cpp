@@ -152,15 +152,16 @@ GreenFormerConfig infer_config(const Checkpoint& ck) {
   e.patch_kernel = {pe.size(2), pe.size(3)};
   e.patch_padding = {pe.size(2) / 2, pe.size(3) / 2};
   // Hiera family widths -> heads (head_dim is not visible in any shape).
-  // 16 is this project's tiny test config (model/config.cpp).
+  // 16 and 32 are this project's tiny and small configs (model/config.cpp).
   static const std::map<int64_t, int64_t> heads_by_width{
-      {16, 1}, {96, 1}, {112, 2}, {144, 2}, {256, 4}};
+      {16, 1}, {32, 1}, {96, 1}, {112, 2}, {144, 2}, {256, 4}};
   auto h = heads_by_width.find(e.embed_dim);
   CK_CHECK(h != heads_by_width.end(), ModelError, ck.path, ": cannot infer num_heads for "
            "embed_dim ", e.embed_dim, " (export with tools/export_torchscript.py to embed a config)");
   e.num_heads = h->second;
   c.arch = e.embed_dim == 112  ? "hiera_base_plus"
            : e.embed_dim == 16 ? "tiny"
+           : e.embed_dim == 32 ? "small"
                                : "hiera_dim" + std::to_string(e.embed_dim);
 
   // Stage boundaries: expanding blocks (with their own proj) start stages 2..n.

@@ -35,10 +35,21 @@ GreenFormerConfig GreenFormerConfig::tiny(int64_t img_size) {
   return c;
 }
 
+GreenFormerConfig GreenFormerConfig::small(int64_t img_size) {
+  // The bundled model (checkpoints/README.md): tiny with twice the widths and more blocks.
+  GreenFormerConfig c = tiny(img_size);
+  c.arch = "small";
+  c.encoder.embed_dim = 32;
+  c.encoder.stages = {1, 2, 4, 1};
+  c.decoder_dim = 64;
+  return c;
+}
+
 GreenFormerConfig GreenFormerConfig::by_name(const std::string& arch, int64_t img_size) {
   if (arch == "hiera_base_plus") return hiera_base_plus(img_size);
   if (arch == "tiny") return tiny(img_size);
-  throw ConfigError("unknown arch '" + arch + "': expected hiera_base_plus or tiny");
+  if (arch == "small") return small(img_size);
+  throw ConfigError("unknown arch '" + arch + "': expected hiera_base_plus, small or tiny");
 }
 
 void GreenFormerConfig::validate() const {

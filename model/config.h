@@ -37,7 +37,9 @@ struct GreenFormerConfig {
 
   static GreenFormerConfig hiera_base_plus(int64_t img_size = 2048);
   static GreenFormerConfig tiny(int64_t img_size = 128);
-  /// Named config ("hiera_base_plus" or "tiny"); throws ConfigError for other names.
+  /// The bundled model's config: tiny's topology with wider, deeper stages (tools/greenformer_ref.py).
+  static GreenFormerConfig small(int64_t img_size = 384);
+  /// Named config ("hiera_base_plus", "small" or "tiny"); throws ConfigError for other names.
   static GreenFormerConfig by_name(const std::string& arch, int64_t img_size);
 
   /// Throws ConfigError when img_size is not a positive multiple of 32 (patch stride 4 x

@@ -22,7 +22,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   auto profiles = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--checkpoint", b->checkpoint, "TorchScript archive or CorridorKey .pth");
   cmd->add_flag("--random-weights", *random, "seeded random weights instead of a checkpoint");
-  cmd->add_option("--arch", b->random_arch, "architecture for --random-weights (hiera_base_plus | tiny)")
+  cmd->add_option("--arch", b->random_arch, "architecture for --random-weights (hiera_base_plus | small | tiny)")
       ->capture_default_str();
   b->random_arch = "hiera_base_plus";
   cmd->add_option("--img-size", b->img_size, "model resolution (multiple of 32)")->capture_default_str();

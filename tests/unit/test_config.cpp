@@ -50,3 +50,18 @@ TEST_CASE("config JSON round trip keeps every field", "[unit]") {
   CHECK_THROWS_WITH(GreenFormerConfig::from_json(R"({"embed_dim": "wide"})", "x.ts"),
                     Contains("embed_dim"));
 }
+
+TEST_CASE("small (the bundled model's config) matches tools/greenformer_ref.py CONFIGS", "[unit]") {
+  const auto c = GreenFormerConfig::by_name("small", 384);
+  CHECK(c.arch == "small");
+  CHECK(c.img_size == 384);
+  CHECK(c.encoder.embed_dim == 32);
+  CHECK(c.encoder.num_heads == 1);
+  CHECK(c.encoder.stages == std::vector<int64_t>{1, 2, 4, 1});
+  CHECK(c.decoder_dim == 64);
+  CHECK(c.refiner_channels == 16);
+  CHECK(feature_channels(c.encoder) == std::vector<int64_t>{32, 64, 128, 256});
+  CHECK_NOTHROW(c.validate());
+  // config.json carries every field, so a checkpoint of it builds without by_name
+  CHECK(GreenFormerConfig::from_json(c.to_json(), "mem").to_json() == c.to_json());
+}

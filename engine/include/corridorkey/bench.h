@@ -16,7 +16,7 @@ CORRIDORKEY_NAMESPACE_BEGIN
 
 struct BenchOptions {
   std::string checkpoint;              // or random weights:
-  std::string random_arch;             // "hiera_base_plus" | "tiny"
+  std::string random_arch;             // "hiera_base_plus" | "small" | "tiny"
   int64_t img_size = 512;
   std::string device = "auto";
   /// Profiles to run (NAME or NAME:field=value,...), plus the PyTorch eager reference rows

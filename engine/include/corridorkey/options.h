@@ -87,7 +87,7 @@ struct EngineOptions {
   // ---- model and device ----
   std::string checkpoint;       // TorchScript archive or CorridorKey .pth
   /// With an empty checkpoint: build this architecture with seeded random weights
-  /// ("hiera_base_plus" or "tiny"); for benchmarks and tests only.
+  /// ("hiera_base_plus", "small" or "tiny"); for benchmarks and tests only.
   std::string random_weights_arch;
   uint64_t random_weights_seed = 0;
   int64_t img_size = 0;         // model resolution S; 0 = the checkpoint's own

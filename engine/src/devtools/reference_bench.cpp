@@ -81,8 +81,9 @@ BenchRow run_reference_row(const BenchOptions& b, const std::string& variant,
     c10::InferenceMode guard;
     auto m = detail::make_model({b.checkpoint, b.img_size, b.random_arch, b.seed});
     arch = m.net->config().arch;
-    CK_CHECK(arch == "hiera_base_plus" || arch == "tiny", ConfigError, "bench --profile ",
-             variant, ": the reference script knows hiera_base_plus and tiny, not ", arch);
+    CK_CHECK(arch == "hiera_base_plus" || arch == "small" || arch == "tiny", ConfigError,
+             "bench --profile ", variant,
+             ": the reference script knows hiera_base_plus, small and tiny, not ", arch);
     std::vector<std::pair<std::string, torch::Tensor>> w;
     for (const auto& p : m.net->named_parameters(true)) w.emplace_back(p.key(), p.value());
     for (const auto& p : m.net->named_buffers(true)) w.emplace_back(p.key(), p.value());

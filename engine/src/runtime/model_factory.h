@@ -16,7 +16,7 @@ namespace corridorkey::detail {
 struct ModelSource {
   std::string checkpoint;   // a file; empty -> random weights of random_arch
   int64_t img_size = 0;     // 0 = the checkpoint's own (random weights: 512)
-  std::string random_arch;  // "hiera_base_plus" | "tiny"
+  std::string random_arch;  // "hiera_base_plus" | "small" | "tiny"
   uint64_t seed = 0;
   /// Storage type of the weights. The model is converted before the checkpoint is copied
   /// in, so a bf16 engine never holds a float32 copy of the model beside the file's tensors
