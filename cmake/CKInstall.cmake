@@ -54,7 +54,7 @@ install(FILES "${PROJECT_BINARY_DIR}/CorridorKeyConfig.cmake"
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/CorridorKey)
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/profiles/" DESTINATION ${CK_INSTALL_SHARE}/profiles
         FILES_MATCHING PATTERN "*.yaml")
-install(FILES "${PROJECT_SOURCE_DIR}/checkpoints/greenformer_tiny_synthetic128.ts"
+install(FILES "${PROJECT_SOURCE_DIR}/checkpoints/greenformer_small_synthetic384.ts"
         DESTINATION ${CK_INSTALL_SHARE}/checkpoints)
 if(TARGET corridorkey-engine)
   set_target_properties(corridorkey-engine PROPERTIES INSTALL_RPATH "${CK_TORCH_LIB_DIR}")

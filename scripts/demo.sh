@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README main-job command: set up (idempotent), build, and key the bundled sample clip with
-# the bundled model (checkpoints/greenformer_tiny_synthetic128.ts, trained on procedural
+# the bundled model (checkpoints/greenformer_small_synthetic384.ts, trained on procedural
 # green-screen data; samples/greenscreen_demo was held out from its training).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -3,7 +3,7 @@
 hiera_base_plus) on procedural green-screen data, on CPU, reproducibly.
 
   python tools/train_tiny.py --out checkpoints/greenformer_small_synthetic384 --arch small \
-      --img-size 384 --sizes 192,256,320,384 --pool 3000 --steps 3000
+      --img-size 384 --sizes 192,256,320,384 --pool 2400 --steps 2000
 
 Writes <out>.pth (torch.save {"state_dict": ...}), <out>.ts (TorchScript whose config.json
 states arch and img_size, via tools/export_torchscript.py) and <out>.train.json (command,
@@ -221,9 +221,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="192,256,320,384", help="training sizes (multi-scale)")
     ap.add_argument("--size-weights", default="0.15,0.2,0.25,0.4")
     ap.add_argument("--final-fraction", type=float, default=0.3, help="last steps at --img-size only")
-    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=4, help="samples per step at --img-size (more when smaller)")
-    ap.add_argument("--pool", type=int, default=3000, help="training samples generated up front")
+    ap.add_argument("--pool", type=int, default=2400, help="training samples generated up front")
     ap.add_argument("--pool-cache", help="torch.save the pool here / load it if present")
     ap.add_argument("--blue-fraction", type=float, default=0.1, help="blue-screen plates with G/B swapped")
     ap.add_argument("--lr", type=float, default=2e-3)

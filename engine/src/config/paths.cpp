@@ -15,7 +15,7 @@ CORRIDORKEY_NAMESPACE_BEGIN
 
 namespace {
 // Trained on procedural green-screen data by tools/train_tiny.py (checkpoints/README.md).
-constexpr const char* kDefaultCheckpoint = "greenformer_tiny_synthetic128.ts";
+constexpr const char* kDefaultCheckpoint = "greenformer_small_synthetic384.ts";
 }  // namespace
 
 std::string default_checkpoint() {
