@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)corridorkey::io::read_image(path, 4096 * 4096);
   } catch (const corridorkey::Error&) {
   }
-  (void)corridorkey::io::readable_output(path);
+  (void)corridorkey::io::readable_output(path, 4096 * 4096);
   std::remove(path.c_str());
   return 0;
 }

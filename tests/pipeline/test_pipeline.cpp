@@ -459,6 +459,20 @@ TEST_CASE("odd inputs: frame ranges, broken links, oversized headers, colour hin
     CHECK_THROWS_AS(io::read_image(png.string()), IoError);
     CHECK_THROWS_WITH(io::read_image(png.string()),
                       Contains("huge.png") && Contains("100000x100000") && Contains("--max-pixels"));
+    // A thin EXR: few pixels, but one chunk (16 lines of PXR24, all channels) unpacks to
+    // 1M x 16 x 3 x 2 = 96 MB, which Imf::InputFile would allocate on opening it (a fuzz
+    // finding). Refused from the header under a 4096^2 limit; read under the default.
+    const auto thin = root / "thin.exr";
+    Image strip;
+    strip.width = 1000000;
+    strip.height = 1;
+    strip.channels = 3;
+    strip.pixels.assign(size_t{3000000}, 0.25f);
+    io::write_exr(thin.string(), strip, "RGB", io::ExrCompression::Pxr24);
+    CHECK_THROWS_WITH(io::read_image(thin.string(), int64_t{4096} * 4096),
+                      Contains("thin.exr") && Contains("chunk") && Contains("--max-pixels"));
+    CHECK_FALSE(io::readable_output(thin.string(), int64_t{4096} * 4096));
+    CHECK(io::read_image(thin.string()).width == 1000000);
     // An EXR, through the pipeline's own limit.
     const auto clip = make_clip(root, "m", 2);
     auto job = one_clip(clip);

@@ -2,8 +2,7 @@
 
 #include <corridorkey/errors.h>
 
-#include <ImfHeader.h>
-#include <ImfInputFile.h>
+#include <openexr.h>
 
 #include <array>
 #include <cctype>
@@ -82,6 +81,40 @@ std::optional<ImageSize> bmp(std::istream& f) {
 
 }  // namespace
 
+namespace {
+struct ExrHeader {
+  ImageSize size;
+  uint64_t chunk_bytes = 0;  // the largest chunk unpacked: what the decoder buffers at once
+};
+
+// OpenEXR's core C API parses the header alone. Imf::InputFile's constructor also sizes its
+// line and compressor buffers from the header: a 366-byte file declaring 3.7M x 1 pixels
+// of ZIP (16 lines a chunk) made it allocate 3 x 358 MB (fuzz_image finding), so the chunk
+// size is checked before Imf ever sees the file.
+std::optional<ExrHeader> exr_header(const std::string& path) {
+  exr_context_initializer_t init = EXR_DEFAULT_CONTEXT_INITIALIZER;
+  init.error_handler_fn = [](exr_const_context_t, exr_result_t, const char*) {};
+  exr_context_t ctx = nullptr;
+  std::optional<ExrHeader> h;
+  if (exr_start_read(&ctx, path.c_str(), &init) == EXR_ERR_SUCCESS) {
+    exr_attr_box2i_t dw{};
+    uint64_t chunk = 0;
+    if (exr_get_data_window(ctx, 0, &dw) == EXR_ERR_SUCCESS &&
+        exr_get_chunk_unpacked_size(ctx, 0, &chunk) == EXR_ERR_SUCCESS)
+      h = ExrHeader{{int64_t{dw.max.x} - dw.min.x + 1, int64_t{dw.max.y} - dw.min.y + 1}, chunk};
+  }
+  exr_finish(&ctx);
+  return h;
+}
+
+bool has_exr_magic(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::array<unsigned char, 4> m{};
+  return f.read(reinterpret_cast<char*>(m.data()), m.size()) && m[0] == 0x76 && m[1] == 0x2f &&
+         m[2] == 0x31 && m[3] == 0x01;
+}
+}  // namespace
+
 std::optional<ImageSize> probe_image_size(const std::string& path) {
   try {
     std::ifstream f(path, std::ios::binary);
@@ -94,9 +127,9 @@ std::optional<ImageSize> probe_image_size(const std::string& path) {
     if (magic[0] == 'B' && magic[1] == 'M') return bmp(f);
     if (magic[0] == 0x76 && magic[1] == 0x2f && magic[2] == 0x31 && magic[3] == 0x01) {  // EXR
       f.close();
-      Imf::InputFile exr(path.c_str());  // reads the header only
-      const auto dw = exr.header().dataWindow();
-      return ImageSize{int64_t{dw.max.x} - dw.min.x + 1, int64_t{dw.max.y} - dw.min.y + 1};
+      const auto h = exr_header(path);
+      if (!h) return std::nullopt;
+      return h->size;
     }
   } catch (const std::exception&) {
   }
@@ -105,6 +138,10 @@ std::optional<ImageSize> probe_image_size(const std::string& path) {
 
 void check_image_size(const std::string& path, int64_t max_pixels) {
   const auto s = probe_image_size(path);
+  // Other formats without a readable header go on to their decoder, which fails cleanly on
+  // its own; an EXR does not: Imf::InputFile sizes buffers from whatever header it parses.
+  CK_CHECK(s || !has_exr_magic(path), IoError, path,
+           ": EXR header cannot be parsed (refused before decoding)");
   if (!s) return;
   CK_CHECK(s->width > 0 && s->height > 0, IoError, path, ": header declares an empty image (",
            s->width, "x", s->height, ")");
@@ -113,6 +150,11 @@ void check_image_size(const std::string& path, int64_t max_pixels) {
            " per frame (--max-pixels; decoding it would need ",
            static_cast<double>(s->width) * static_cast<double>(s->height) * 16 / (1 << 30),
            " GiB)");
+  if (const auto h = exr_header(path))
+    CK_CHECK(h->chunk_bytes <= static_cast<uint64_t>(max_pixels), IoError, path,
+             ": one chunk of this EXR unpacks to ", h->chunk_bytes, " bytes (", s->width,
+             " px wide lines, all channels, the lines its compression groups), more than the "
+             "limit of ", max_pixels, " (--max-pixels bounds a chunk's bytes too)");
 }
 
 }  // namespace corridorkey::io

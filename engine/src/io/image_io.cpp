@@ -300,11 +300,13 @@ void write_image16(const std::string& path, const Image& im) {
   write_encoded(path, u16);
 }
 
-bool readable_output(const std::string& path) {
+bool readable_output(const std::string& path, int64_t max_pixels) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) == 0) return false;
   try {
     if (lower_ext(path) == ".exr") {
+      check_image_size(path, max_pixels);  // a header Imf would size huge buffers from
+
       // isComplete() only checks the offset table: a file cut in half can pass it. Decode
       // every scanline, 64 rows at a time, into a small buffer.
       Imf::InputFile f(path.c_str());

@@ -41,7 +41,7 @@ void write_image16(const std::string& path, const Image& image);
 
 /// True if the file exists and decodes completely, every pixel (used by --skip-existing: a
 /// file cut short by a crash or a full disk is redone, not trusted).
-bool readable_output(const std::string& path);
+bool readable_output(const std::string& path, int64_t max_pixels = kDefaultMaxPixels);
 
 /// Name of the temporary file a write to `path` goes through: in the same folder, short
 /// (works for names up to the filesystem's limit), and tagged with host and process so a

@@ -228,7 +228,8 @@ Plan plan_job(const InferenceOptions& job) {
     for (int i : sel) {
       if (job.skip_existing) {
         const auto outs = outputs_for(p, job, p.stems[i]).all();
-        if (std::all_of(outs.begin(), outs.end(), io::readable_output)) {
+        if (std::all_of(outs.begin(), outs.end(),
+                        [&](const std::string& o) { return io::readable_output(o, job.max_pixels); })) {
           ++plan.frames_skipped;
           plan.events.push_back({PipelineEvent::Kind::FrameSkipped, c.name, p.stems[i],
                                  outs.front(), "outputs exist"});
