@@ -113,7 +113,10 @@ void add_inference(CLI::App& app, int& exit_code) {
                    t.preprocess_ms / n, t.infer_ms / n, t.postprocess_ms / n, t.write_ms / n,
                    100.0 * sum.infer_wait_ms / std::max(sum.wall_ms, 1e-9));
       for (const auto& f : sum.failures) std::fprintf(stderr, "failed: %s\n", f.c_str());
-      for (const auto& p : job->paths) std::fprintf(stderr, "outputs under %s/**/Output/\n", p.c_str());
+      if (!job->output_root.empty())
+        std::fprintf(stderr, "outputs under %s/<clip>/\n", job->output_root.c_str());
+      else
+        for (const auto& p : job->paths) std::fprintf(stderr, "outputs under %s/**/Output/\n", p.c_str());
     }
     exit_code = sum.interrupted          ? kInterrupted
                 : sum.frames_failed == 0 && sum.videos_failed == 0 ? kOk

@@ -140,6 +140,21 @@ TEST_CASE("hint sources: files required, missing frames named, chroma keys anywa
     CHECK(s.frames_done == 4);
     CHECK(fs::exists(clip / "Output" / "AlphaHint" / "plate_0004.png"));
   }
+  SECTION("hints whose numbering drifts from the plates' are keyed with a warning naming the pair") {
+    const auto clip = devtools::write_synthetic_clip(root / "drift", spec(4));
+    auto warnings_of = [&] {
+      std::string w;
+      run_inference(engine_opts(), job_for(clip), [&](const PipelineEvent& e) {
+        if (e.kind == PipelineEvent::Kind::Warning) w += e.message + "\n";
+      });
+      return w;
+    };
+    CHECK_THAT(warnings_of(), !Contains("drifts"));  // same numbers: no warning
+    fs::remove(clip / "AlphaHint" / "hint_0003.png");
+    fs::copy_file(clip / "AlphaHint" / "hint_0004.png", clip / "AlphaHint" / "hint_0005.png");
+    fs::remove_all(clip / "Output");
+    CHECK_THAT(warnings_of(), Contains("plate_0003.exr is keyed with hint_0004.png"));
+  }
   SECTION("a plate with no backing cannot give a hint: the clip is named") {
     auto c = spec(2, "green", false);
     const auto clip = root / "grey";
@@ -345,5 +360,33 @@ TEST_CASE("ProRes 4444 FG carries the matte as alpha; without ffmpeg, H.264 thro
   job.fg = false;
   job.video_out.fg = true;
   CHECK_THROWS_WITH(run_inference(engine_opts(), job), Contains("video_out") && Contains("fg"));
+  fs::remove_all(root);
+}
+
+TEST_CASE("NTSC frame rates are encoded as exact rationals", "[pipeline]") {
+  const auto ffmpeg = io::find_ffmpeg();
+  if (ffmpeg.empty()) {
+    WARN("no ffmpeg: skipped (scripts/setup.sh installs it)");
+    return;
+  }
+  const auto root = ck_test::temp_dir("video_ntsc");
+  const auto c = spec(2);
+  const auto mp4 = root / "ntsc.mp4";
+  {
+    io::VideoWriter w(mp4.string(), c.width, c.height, 23.976, VideoCodec::H264, false);
+    for (int f = 0; f < c.frames; ++f) w.write(devtools::synthetic_plate(c, f));
+    w.finish();
+  }
+  // The container's rate as ffmpeg reports it ("Stream #0:0 ... 23.98 fps, 23.98 tbr,
+  // 24k tbn" for 24000/1001; 2997/125 would read "23.98 fps, 23.98 tbr, 11988 tbn").
+  const std::string cmd = "'" + ffmpeg + "' -hide_banner -i '" + mp4.string() + "' 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+  ::pclose(pipe);
+  INFO(out);
+  CHECK_THAT(out, Contains("23.98 fps") && Contains("24k tbn"));
   fs::remove_all(root);
 }

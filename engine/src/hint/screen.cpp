@@ -102,8 +102,8 @@ ScreenEstimate estimate_screen(const std::vector<ImageView>& plates, Screen want
   CK_CHECK(e.coverage >= kMinCoverage && !rs.empty(), IoError, what, ": no ", kind,
            " backing found (", static_cast<int>(std::lround(e.coverage * 1000)) / 10.0,
            "% of the frame has its hue; at least ", kMinCoverage * 100,
-           "% needed). Give the clip an AlphaHint/ sequence, or --screen if the backing is "
-           "there but unusual");
+           "% needed; --screen names the colour but does not lower this bar). A chroma hint "
+           "cannot be made from it: give the clip an AlphaHint/ sequence");
   e.rgb[0] = median(rs), e.rgb[1] = median(gs), e.rgb[2] = median(bs);
   e.screen = e.rgb[1] >= e.rgb[2] ? Screen::Green : Screen::Blue;
   if (want != Screen::Auto) e.screen = want;

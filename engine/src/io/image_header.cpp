@@ -148,8 +148,9 @@ void check_image_size(const std::string& path, int64_t max_pixels) {
   CK_CHECK(s->width <= max_pixels / s->height, IoError, path, ": header declares ", s->width, "x",
            s->height, " pixels, more than the limit of ", max_pixels,
            " per frame (--max-pixels; decoding it would need ",
-           static_cast<double>(s->width) * static_cast<double>(s->height) * 16 / (1 << 30),
-           " GiB)");
+           static_cast<int64_t>(static_cast<double>(s->width) * static_cast<double>(s->height) * 16 /
+                                (1 << 20)),
+           " MiB)");
   if (const auto h = exr_header(path))
     CK_CHECK(h->chunk_bytes <= static_cast<uint64_t>(max_pixels), IoError, path,
              ": one chunk of this EXR unpacks to ", h->chunk_bytes, " bytes (", s->width,

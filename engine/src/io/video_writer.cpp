@@ -37,6 +37,10 @@ bool executable(const fs::path& p) {
 }
 
 std::string fps_text(double fps) {
+  // NTSC rates as their exact rationals: 23.976 typed by a user (or 23.976023... read from a
+  // source video) means 24000/1001, which editorial conform tools expect, not 2997/125.
+  for (int n : {24, 30, 48, 60, 120})
+    if (std::fabs(fps - n * 1000.0 / 1001.0) < 2e-3) return std::to_string(n * 1000) + "/1001";
   std::ostringstream s;
   s.precision(10);
   s << fps;

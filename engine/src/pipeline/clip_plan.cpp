@@ -55,6 +55,27 @@ std::string mismatch_message(const io::Clip& c, int n, int nh) {
   return msg;
 }
 
+/// Hints pair with plates by position. When both carry frame numbers and the offset between
+/// them changes along the clip (plate 0003 keyed with hint 0004 because hint 0003 is
+/// missing and a later one fills the count), the first such pair, for a warning; else "".
+std::string numbering_drift(const io::Clip& c, int n) {
+  if (c.input.is_video() || c.hint.is_video()) return "";
+  long offset = 0;
+  for (int i = 0; i < n && i < c.hint.count(); ++i) {
+    const auto& pf = c.input.frames[static_cast<size_t>(i)];
+    const auto& hf = c.hint.frames[static_cast<size_t>(i)];
+    const long a = frame_number(pf), b = frame_number(hf);
+    if (a < 0 || b < 0) return "";
+    if (i == 0) offset = b - a;
+    else if (b - a != offset)
+      return "hints pair with plates by position, and their numbering drifts: " +
+             fs::path(pf).filename().string() + " is keyed with " + fs::path(hf).filename().string() +
+             " (the first " + std::to_string(i) + " pairs differ by " + std::to_string(offset) +
+             "); is a hint frame missing?";
+  }
+  return "";
+}
+
 /// Plates the backing is estimated from: the first, middle and last frame of the clip
 /// (a video: its first), whatever --frames selects, so every farm chunk of a clip keys
 /// with the same backing colour. Scene-linear plates are sRGB-encoded first, as the
@@ -121,6 +142,9 @@ void resolve_hints(ClipPlan& p, const InferenceOptions& job, int& n, Plan& plan)
     n = std::min(n, nh);
   }
   CK_CHECK(n > 0, IoError, c.root, ": no frames in Input");
+  if (!p.generate_hint)
+    if (auto drift = numbering_drift(c, n); !drift.empty())
+      plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root, std::move(drift)});
   // The backing: needed to generate hints, and (screen auto) to tell green from blue.
   if (p.generate_hint || job.screen == Screen::Auto) {
     try {
