@@ -269,8 +269,15 @@ TEST_CASE("video clips and half-size hints", "[pipeline]") {
   InferenceOptions job;
   job.paths = {clip.string()};
   job.frames = "1,3";
-  const auto s = run_inference(engine_opts(), job);
+  std::vector<std::string> warnings;
+  const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+    if (e.kind == PipelineEvent::Kind::Warning) warnings.push_back(e.message);
+  });
   CHECK(s.frames_done == 2);
+  // said once for the clip, not per frame
+  CHECK(std::count_if(warnings.begin(), warnings.end(), [](const std::string& w) {
+          return w.find("hints are 128x72, plates 256x144") != std::string::npos;
+        }) == 1);
   CHECK(fs::exists(clip / "Output" / "Comp" / "00000.png"));
   CHECK(fs::exists(clip / "Output" / "Processed" / "00002.exr"));
   CHECK_FALSE(fs::exists(clip / "Output" / "Matte" / "00001.exr"));

@@ -78,6 +78,10 @@ ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
   CK_CHECK(std::fabs(ar_p / ar_h - 1.0) <= 0.01, IoError, file, ": plate ", plate.width, "x",
            plate.height, " and hint ", hint.width, "x", hint.height,
            " have different aspect ratios (a hint may differ in size, not in shape)");
+  if (hint.width != plate.width || hint.height != plate.height)  // once per clip (same text)
+    it.warnings.push_back("hints are " + std::to_string(hint.width) + "x" + std::to_string(hint.height) +
+                          ", plates " + std::to_string(plate.width) + "x" + std::to_string(plate.height) +
+                          ": each hint is resized with its plate (same shape, so nothing shifts)");
   it.width = plate.width;
   it.height = plate.height;
   const auto t = Clock::now();
