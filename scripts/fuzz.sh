@@ -26,12 +26,15 @@ status=0
 for t in "${targets[@]}"; do
   corpus="$build/corpus/$t"
   mkdir -p "$corpus"
+  # Past findings (tests/fuzz/regressions/<target>/) are replayed first, every run.
+  regressions=()
+  [ -d "$root/tests/fuzz/regressions/$t" ] && regressions=("$root/tests/fuzz/regressions/$t")
   log "fuzz_$t for ${seconds}s"
   # LibTorch keeps allocations alive to the end of the process: leak reports are noise here.
   if ! ASAN_OPTIONS=detect_leaks=0 \
        "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 \
        -max_len=65536 -artifact_prefix="$build/findings/${t}-" -print_final_stats=1 \
-       "$corpus" "$build/seeds/$t" > "$build/fuzz_$t.log" 2>&1; then
+       "$corpus" "$build/seeds/$t" "${regressions[@]}" > "$build/fuzz_$t.log" 2>&1; then
     tail -40 "$build/fuzz_$t.log"
     log "fuzz_$t: FINDING (input kept in $build/findings/)"
     status=1

@@ -11,8 +11,10 @@
 #include "support/support.h"
 
 #include <ImfChannelList.h>
+#include <ImfFrameBuffer.h>
 #include <ImfHeader.h>
 #include <ImfInputFile.h>
+#include <ImfOutputFile.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/videoio.hpp>
@@ -522,6 +524,34 @@ TEST_CASE("odd inputs: frame ranges, broken links, oversized headers, colour hin
     for (size_t i = 0; i < got.pixels.size(); ++i)
       worst = std::max(worst, static_cast<double>(std::fabs(got.pixels[i] - want.pixels[i])));
     CHECK(worst < 1e-3);  // same matte as the grey hint (half-float outputs)
+  }
+  fs::remove_all(root);
+}
+
+TEST_CASE("EXRs whose data window does not start at 0,0 are read pixel for pixel", "[pipeline]") {
+  // Renders with overscan or crop windows: the data window's origin is anywhere, even far
+  // from 0 (the reader offsets its buffers through Imf::Slice::Make, not pointer arithmetic).
+  const auto root = ck_test::temp_dir("exr_window");
+  for (const Imath::V2i origin : {Imath::V2i(-16, 7), Imath::V2i(100000000, -100000000)}) {
+    const int w = 5, h = 3;
+    const Imath::Box2i dw(origin, origin + Imath::V2i(w - 1, h - 1));
+    Imf::Header header(Imath::Box2i(Imath::V2i(0, 0), Imath::V2i(w - 1, h - 1)), dw);
+    header.channels().insert("Y", Imf::Channel(Imf::FLOAT));
+    std::vector<float> px(static_cast<size_t>(w) * h);
+    for (size_t i = 0; i < px.size(); ++i) px[i] = 0.1f * static_cast<float>(i);
+    const auto path = (root / ("o" + std::to_string(origin.x) + ".exr")).string();
+    {
+      Imf::OutputFile out(path.c_str(), header);
+      Imf::FrameBuffer fb;
+      fb.insert("Y", Imf::Slice::Make(Imf::FLOAT, px.data(), dw, sizeof(float), sizeof(float) * w));
+      out.setFrameBuffer(fb);
+      out.writePixels(h);
+    }
+    INFO(path);
+    const auto im = io::read_image(path);
+    REQUIRE((im.width == w && im.height == h && im.channels == 1));
+    for (size_t i = 0; i < px.size(); ++i) CHECK(im.pixels[i] == px[i]);
+    CHECK(io::readable_output(path));
   }
   fs::remove_all(root);
 }

@@ -63,10 +63,10 @@ Image read_exr(const std::string& path) {
     im.pixels.assign(static_cast<size_t>(w) * h * im.channels, 0.f);
     Imf::FrameBuffer fb;
     const size_t xs = sizeof(float) * im.channels, ys = xs * w;
-    char* base = reinterpret_cast<char*>(im.pixels.data()) -
-                 (static_cast<ptrdiff_t>(dw.min.x) * xs + static_cast<ptrdiff_t>(dw.min.y) * ys);
+    // Slice::Make shifts the pointer by the data window's origin in integer arithmetic; doing
+    // it on a char* is undefined for a far-off origin (UBSan, fuzz_image finding).
     for (int c = 0; c < im.channels; ++c)
-      fb.insert(names[c], Imf::Slice(Imf::FLOAT, base + c * sizeof(float), xs, ys));
+      fb.insert(names[c], Imf::Slice::Make(Imf::FLOAT, im.pixels.data() + c, dw, xs, ys));
     file.setFrameBuffer(fb);
     file.readPixels(dw.min.y, dw.max.y);
     return im;
@@ -318,15 +318,15 @@ bool readable_output(const std::string& path, int64_t max_pixels) {
       for (auto c = cl.begin(); c != cl.end(); ++c) ++nch;
       constexpr int kRows = 64;
       std::vector<float> buf(static_cast<size_t>(w) * kRows * std::max(nch, 1));
-      for (int y0 = dw.min.y; y0 <= dw.max.y; y0 += kRows) {
-        const int y1 = std::min(dw.max.y, y0 + kRows - 1);
+      for (int64_t y = dw.min.y; y <= dw.max.y; y += kRows) {  // 64-bit: no overflow near INT_MAX
+        const int y0 = static_cast<int>(y);
+        const int y1 = static_cast<int>(std::min<int64_t>(dw.max.y, y + kRows - 1));
         Imf::FrameBuffer fb;
         const size_t xs = sizeof(float) * nch, ys = xs * w;
-        char* base = reinterpret_cast<char*>(buf.data()) -
-                     (static_cast<ptrdiff_t>(dw.min.x) * xs + static_cast<ptrdiff_t>(y0) * ys);
         int k = 0;
         for (auto c = cl.begin(); c != cl.end(); ++c, ++k)
-          fb.insert(c.name(), Imf::Slice(Imf::FLOAT, base + k * sizeof(float), xs, ys));
+          fb.insert(c.name(), Imf::Slice::Make(Imf::FLOAT, buf.data() + k, Imath::V2i(dw.min.x, y0), w,
+                                               y1 - y0 + 1, xs, ys));
         f.setFrameBuffer(fb);
         f.readPixels(y0, y1);
       }
