@@ -88,28 +88,11 @@ CONFIGS: Dict[str, Dict[str, Any]] = {
         "refiner_channels": 16,
         "refiner_groups": 8,
     },
-    # The bundled model's candidate: tiny's topology, twice its widths and more blocks
-    # (about 3x the encoder/decoder cost; the refiner, the main CPU cost, as tiny).
-    "small": {
-        "embed_dim": 32,
-        "num_heads": 1,
-        "stages": [1, 2, 4, 1],
-        "q_pool": 3,
-        "q_stride": [2, 2],
-        "mask_unit_size": [8, 8],
-        "mask_unit_attn": [True, True, False, False],
-        "dim_mul": 2.0,
-        "head_mul": 2.0,
-        "patch_kernel": [7, 7],
-        "patch_stride": [4, 4],
-        "patch_padding": [3, 3],
-        "mlp_ratio": 4.0,
-        "in_chans": 4,
-        "decoder_dim": 64,
-        "refiner_channels": 16,
-        "refiner_groups": 8,
-    },
 }
+# The bundled model: tiny's topology, twice its widths and more blocks (about 3x the
+# encoder/decoder cost; the refiner, the main CPU cost, as tiny). As GreenFormerConfig::small.
+CONFIGS["small"] = {**copy.deepcopy(CONFIGS["tiny"]), "embed_dim": 32, "stages": [1, 2, 4, 1],
+                    "decoder_dim": 64}
 
 OUTPUT_NAMES = (
     "c1", "c2", "c3", "c4",

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 using namespace corridorkey;
@@ -26,9 +27,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// Everything a shell command writes to stdout (ffmpeg decoding or describing a video).
+std::string command_output(const std::string& cmd) {
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  ::pclose(pipe);
+  return out;
+}
+
 EngineOptions engine_opts() {
   auto o = load_profile("original");
-  o.device = "cpu";  // bundled tiny checkpoint
+  o.device = "cpu";  // bundled checkpoint
   return o;
 }
 
@@ -330,12 +342,10 @@ TEST_CASE("ProRes 4444 FG carries the matte as alpha; without ffmpeg, H.264 thro
     // Decode the first frame's RGBA with ffmpeg itself and compare its alpha with the matte.
     const std::string cmd = "'" + ffmpeg + "' -v error -i '" + mov.string() +
                             "' -frames:v 1 -f rawvideo -pix_fmt rgba64le -";
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    REQUIRE(pipe);
+    const std::string raw = command_output(cmd);
     std::vector<uint16_t> px(static_cast<size_t>(320) * 180 * 4);
-    const size_t got = std::fread(px.data(), 2, px.size(), pipe);
-    ::pclose(pipe);
-    REQUIRE(got == px.size());
+    REQUIRE(raw.size() == px.size() * 2);
+    std::memcpy(px.data(), raw.data(), px.size() * 2);
     const auto matte = io::read_image((clip / "Output" / "Matte" / "plate_0001.exr").string());
     double worst = 0;
     for (size_t i = 0; i < matte.pixels.size(); ++i)
@@ -380,12 +390,7 @@ TEST_CASE("NTSC frame rates are encoded as exact rationals", "[pipeline]") {
   // The container's rate as ffmpeg reports it ("Stream #0:0 ... 23.98 fps, 23.98 tbr,
   // 24k tbn" for 24000/1001; 2997/125 would read "23.98 fps, 23.98 tbr, 11988 tbn").
   const std::string cmd = "'" + ffmpeg + "' -hide_banner -i '" + mp4.string() + "' 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  REQUIRE(pipe);
-  std::string out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
-  ::pclose(pipe);
+  const std::string out = command_output(cmd);
   INFO(out);
   CHECK_THAT(out, Contains("23.98 fps") && Contains("24k tbn"));
   fs::remove_all(root);

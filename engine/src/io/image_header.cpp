@@ -137,11 +137,15 @@ std::optional<ImageSize> probe_image_size(const std::string& path) {
 }
 
 void check_image_size(const std::string& path, int64_t max_pixels) {
-  const auto s = probe_image_size(path);
-  // Other formats without a readable header go on to their decoder, which fails cleanly on
-  // its own; an EXR does not: Imf::InputFile sizes buffers from whatever header it parses.
-  CK_CHECK(s || !has_exr_magic(path), IoError, path,
-           ": EXR header cannot be parsed (refused before decoding)");
+  // An EXR's header is parsed once, here, for its size and its largest chunk. Other formats
+  // without a readable header go on to their decoder, which fails cleanly on its own; an EXR
+  // does not: Imf::InputFile sizes buffers from whatever header it parses.
+  std::optional<ExrHeader> exr;
+  if (has_exr_magic(path)) {
+    exr = exr_header(path);
+    CK_CHECK(exr, IoError, path, ": EXR header cannot be parsed (refused before decoding)");
+  }
+  const auto s = exr ? std::optional<ImageSize>(exr->size) : probe_image_size(path);
   if (!s) return;
   CK_CHECK(s->width > 0 && s->height > 0, IoError, path, ": header declares an empty image (",
            s->width, "x", s->height, ")");
@@ -151,9 +155,9 @@ void check_image_size(const std::string& path, int64_t max_pixels) {
            static_cast<int64_t>(static_cast<double>(s->width) * static_cast<double>(s->height) * 16 /
                                 (1 << 20)),
            " MiB)");
-  if (const auto h = exr_header(path))
-    CK_CHECK(h->chunk_bytes <= static_cast<uint64_t>(max_pixels), IoError, path,
-             ": one chunk of this EXR unpacks to ", h->chunk_bytes, " bytes (", s->width,
+  if (exr)
+    CK_CHECK(exr->chunk_bytes <= static_cast<uint64_t>(max_pixels), IoError, path,
+             ": one chunk of this EXR unpacks to ", exr->chunk_bytes, " bytes (", s->width,
              " px wide lines, all channels, the lines its compression groups), more than the "
              "limit of ", max_pixels, " (--max-pixels bounds a chunk's bytes too)");
 }
