@@ -25,7 +25,7 @@ target_link_options(corridorkey_engine PRIVATE
 set_property(TARGET corridorkey_engine APPEND PROPERTY LINK_DEPENDS ${_ck_archives}
              "${PROJECT_SOURCE_DIR}/cmake/corridorkey_engine.map")
 target_link_libraries(corridorkey_engine PUBLIC ck_headers
-  PRIVATE ${CK_TORCH_TARGETS} yaml-cpp ${OpenCV_LIBS} OpenEXR::OpenEXR OpenEXR::OpenEXRCore)
+  PRIVATE ${CK_TORCH_TARGETS} yaml-cpp ${OpenCV_LIBS} OpenEXR::OpenEXR)
 set_target_properties(corridorkey_engine PROPERTIES
   EXPORT_NAME engine
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}

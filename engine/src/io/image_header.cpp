@@ -2,7 +2,12 @@
 
 #include <corridorkey/errors.h>
 
-#include <openexr.h>
+#include <ImfChannelList.h>
+#include <ImfHeader.h>
+#include <ImfStdIO.h>
+#include <ImfTileDescriptionAttribute.h>
+#include <ImfVersion.h>
+#include <ImfXdr.h>
 
 #include <array>
 #include <cctype>
@@ -87,24 +92,46 @@ struct ExrHeader {
   uint64_t chunk_bytes = 0;  // the largest chunk unpacked: what the decoder buffers at once
 };
 
-// OpenEXR's core C API parses the header alone. Imf::InputFile's constructor also sizes its
-// line and compressor buffers from the header: a 366-byte file declaring 3.7M x 1 pixels
-// of ZIP (16 lines a chunk) made it allocate 3 x 358 MB (fuzz_image finding), so the chunk
-// size is checked before Imf ever sees the file.
+// The header as Imf itself parses it (Imf::Header::readFrom, the code InputFile runs), but
+// without InputFile's constructor, which also sizes its line and compressor buffers from it:
+// a 366-byte file declaring 3.7M x 1 pixels of ZIP (16 lines a chunk) made it allocate
+// 3 x 358 MB (fuzz_image finding). OpenEXR's core C API is no substitute: on another fuzzed
+// file it read a 64 x 64 data window where Imf reads 3.7M x 1, so the guard must use the
+// parser that the decoder uses.
 std::optional<ExrHeader> exr_header(const std::string& path) {
-  exr_context_initializer_t init = EXR_DEFAULT_CONTEXT_INITIALIZER;
-  init.error_handler_fn = [](exr_const_context_t, exr_result_t, const char*) {};
-  exr_context_t ctx = nullptr;
-  std::optional<ExrHeader> h;
-  if (exr_start_read(&ctx, path.c_str(), &init) == EXR_ERR_SUCCESS) {
-    exr_attr_box2i_t dw{};
+  try {
+    Imf::StdIFStream is(path.c_str());
+    int magic = 0, version = 0;
+    Imf::Xdr::read<Imf::StreamIO>(is, magic);
+    Imf::Xdr::read<Imf::StreamIO>(is, version);
+    if (magic != Imf::MAGIC) return std::nullopt;
+    Imf::Header h;
+    h.readFrom(is, version);
+    h.sanityCheck(Imf::isTiled(version));
+    const auto dw = h.dataWindow();
+    const int64_t w = int64_t{dw.max.x} - dw.min.x + 1, ht = int64_t{dw.max.y} - dw.min.y + 1;
+    uint64_t bytes_per_px = 0;  // every channel, as the decoder holds them (subsampling ignored)
+    for (auto c = h.channels().begin(); c != h.channels().end(); ++c)
+      bytes_per_px += c.channel().type == Imf::HALF ? 2 : 4;
     uint64_t chunk = 0;
-    if (exr_get_data_window(ctx, 0, &dw) == EXR_ERR_SUCCESS &&
-        exr_get_chunk_unpacked_size(ctx, 0, &chunk) == EXR_ERR_SUCCESS)
-      h = ExrHeader{{int64_t{dw.max.x} - dw.min.x + 1, int64_t{dw.max.y} - dw.min.y + 1}, chunk};
+    if (h.hasTileDescription()) {
+      const auto& td = h.tileDescription();
+      chunk = uint64_t{td.xSize} * td.ySize * bytes_per_px;
+    } else {
+      uint64_t lines = 256;  // DWAB, and an upper bound for anything unknown
+      switch (h.compression()) {
+        case Imf::NO_COMPRESSION: case Imf::RLE_COMPRESSION: case Imf::ZIPS_COMPRESSION: lines = 1; break;
+        case Imf::ZIP_COMPRESSION: case Imf::PXR24_COMPRESSION: lines = 16; break;
+        case Imf::PIZ_COMPRESSION: case Imf::B44_COMPRESSION: case Imf::B44A_COMPRESSION:
+        case Imf::DWAA_COMPRESSION: lines = 32; break;
+        default: break;
+      }
+      chunk = static_cast<uint64_t>(std::max<int64_t>(w, 0)) * lines * bytes_per_px;
+    }
+    return ExrHeader{{w, ht}, chunk};
+  } catch (const std::exception&) {
+    return std::nullopt;
   }
-  exr_finish(&ctx);
-  return h;
 }
 
 bool has_exr_magic(const std::string& path) {
