@@ -2,14 +2,20 @@
 
 #include <corridorkey/errors.h>
 
+#include "safetensors.h"
 #include "torch_archive.h"
 
 #include <torch/nn/functional/upsampling.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
+#include <type_traits>
 
 namespace corridorkey::model {
 
@@ -39,6 +45,16 @@ void read_torchscript(Checkpoint& ck, const TorchArchive& ar) {
   for (const auto& [name, t] : module_tensors(ar.data.root(), ck.path)) ck.add(name, t);
   if (!ar.config_json.empty()) {
     ck.config = GreenFormerConfig::from_json(ar.config_json, ck.path);
+    ck.config_from_file = true;
+  }
+}
+
+void read_safetensors(Checkpoint& ck, const ReadOptions& opt) {
+  auto f = safetensors::read_file(ck.path, opt.mmap ? safetensors::Access::Map
+                                                    : safetensors::Access::Read);
+  for (auto& [name, t] : f.tensors) ck.add(name, t);
+  if (const auto* cfg = f.header.find_metadata(kConfigMetadataKey)) {
+    ck.config = GreenFormerConfig::from_json(*cfg, ck.path + ": __metadata__ " + kConfigMetadataKey);
     ck.config_from_file = true;
   }
 }
@@ -119,10 +135,76 @@ std::string Checkpoint::ignored_summary() const {
   return s;
 }
 
-Checkpoint read_checkpoint(const std::string& path) {
-  const auto ar = read_torch_archive(path);  // IoError / ModelError naming the file
+const char* to_string(CheckpointFormat f) {
+  switch (f) {
+    case CheckpointFormat::TorchScript: return "torchscript";
+    case CheckpointFormat::TorchSave: return "torch.save";
+    case CheckpointFormat::Safetensors: return "safetensors";
+  }
+  return "?";
+}
+
+std::string resolve_checkpoint_path(const std::string& path, std::string* note) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return path;
+  static const char* const kPreference[] = {".safetensors", ".pth", ".ts"};
+  std::map<std::string, std::vector<std::string>> by_ext;
+  fs::directory_iterator it(path, ec), end;
+  CK_CHECK(!ec, IoError, path, ": cannot list the checkpoint folder: ", ec.message());
+  for (; it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    std::error_code e2;
+    if (name.empty() || name[0] == '.' || !fs::is_regular_file(it->path(), e2)) continue;
+    auto ext = it->path().extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    by_ext[ext].push_back(name);
+  }
+  CK_CHECK(!ec, IoError, path, ": cannot list the checkpoint folder: ", ec.message());
+  for (const char* ext : kPreference) {
+    auto names = by_ext[ext];
+    if (names.empty()) continue;
+    std::sort(names.begin(), names.end());
+    if (names.size() > 1) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw ConfigError(path + ": " + std::to_string(names.size()) + " " + ext +
+                        " checkpoints in this folder (" + list +
+                        "): name the file to use, e.g. " + (fs::path(path) / names[0]).string());
+    }
+    const auto chosen = (fs::path(path) / names[0]).string();
+    if (note)
+      *note = "checkpoint " + chosen + " (chosen in the folder: .safetensors before .pth before .ts)";
+    return chosen;
+  }
+  throw ConfigError(path + ": no checkpoint in this folder (looked for *.safetensors, *.pth "
+                    "and *.ts)");
+}
+
+Checkpoint read_checkpoint(const std::string& path_in, const ReadOptions& opt) {
   Checkpoint ck;
+  const std::string path = resolve_checkpoint_path(path_in, &ck.chosen_note);
   ck.path = path;
+  if (safetensors::is_safetensors_file(path, /*truncated=*/true)) {
+    ck.format = CheckpointFormat::Safetensors;
+    try {
+      read_safetensors(ck, opt);
+    } catch (const c10::Error& e) {
+      throw ModelError(path + ": cannot read checkpoint: " + e.what_without_backtrace());
+    }
+    CK_CHECK(!ck.tensors.empty(), ModelError, path, ": checkpoint holds no tensors");
+    if (ck.config_from_file) {
+      const auto diff = config_shape_mismatch(ck.config, ck);
+      CK_CHECK(diff.empty(), ModelError, path, ": __metadata__ ", kConfigMetadataKey,
+               " disagrees with the tensor shapes: ", diff);
+    } else {
+      ck.config = infer_config(ck);
+    }
+    ck.config.validate_architecture(path);
+    return ck;
+  }
+  const auto ar = read_torch_archive(path);  // IoError / ModelError naming the file
   try {
     if (ar.format == ArchiveFormat::TorchScript) {
       ck.format = CheckpointFormat::TorchScript;
@@ -141,7 +223,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   return ck;
 }
 
-GreenFormerConfig infer_config(const Checkpoint& ck) {
+GreenFormerConfig infer_config(const Checkpoint& ck, int64_t num_heads) {
   GreenFormerConfig c;
   auto& e = c.encoder;
   const auto& pe = need(ck, "encoder.model.patch_embed.proj.weight");  // [C, in, k, k]
@@ -156,9 +238,11 @@ GreenFormerConfig infer_config(const Checkpoint& ck) {
   static const std::map<int64_t, int64_t> heads_by_width{
       {16, 1}, {32, 1}, {96, 1}, {112, 2}, {144, 2}, {256, 4}};
   auto h = heads_by_width.find(e.embed_dim);
-  CK_CHECK(h != heads_by_width.end(), ModelError, ck.path, ": cannot infer num_heads for "
-           "embed_dim ", e.embed_dim, " (export with tools/export_torchscript.py to embed a config)");
-  e.num_heads = h->second;
+  CK_CHECK(num_heads > 0 || h != heads_by_width.end(), ModelError, ck.path,
+           ": cannot infer num_heads for embed_dim ", e.embed_dim,
+           " (corridorkey-engine convert writes a safetensors file with the architecture "
+           "embedded; tools/export_torchscript.py a TorchScript archive)");
+  e.num_heads = num_heads > 0 ? num_heads : h->second;
   c.arch = e.embed_dim == 112  ? "hiera_base_plus"
            : e.embed_dim == 16 ? "tiny"
            : e.embed_dim == 32 ? "small"
@@ -189,6 +273,38 @@ GreenFormerConfig infer_config(const Checkpoint& ck) {
   c.decoder_dim = need(ck, "alpha_decoder.linear_c1.proj.weight").size(0);
   c.refiner_channels = need(ck, "refiner.stem.0.weight").size(0);
   return c;
+}
+
+std::string config_shape_mismatch(const GreenFormerConfig& cfg, const Checkpoint& ck) {
+  const auto got = infer_config(ck, std::max<int64_t>(cfg.encoder.num_heads, 1));
+  std::ostringstream d;
+  auto cmp = [&](const char* field, const auto& said, const auto& shapes) {
+    if (said == shapes) return;
+    d << (d.tellp() > 0 ? "; " : "") << field << " ";
+    auto put = [&](const auto& v) {
+      if constexpr (std::is_arithmetic_v<std::decay_t<decltype(v)>>) {
+        d << v;
+      } else {
+        d << "[";
+        for (size_t i = 0; i < v.size(); ++i) d << (i ? "," : "") << v[i];
+        d << "]";
+      }
+    };
+    put(said);
+    d << " in the metadata, ";
+    put(shapes);
+    d << " in the shapes";
+  };
+  cmp("embed_dim", cfg.encoder.embed_dim, got.encoder.embed_dim);
+  cmp("in_chans", cfg.encoder.in_chans, got.encoder.in_chans);
+  cmp("patch_kernel", std::vector<int64_t>(cfg.encoder.patch_kernel.begin(), cfg.encoder.patch_kernel.end()),
+      std::vector<int64_t>(got.encoder.patch_kernel.begin(), got.encoder.patch_kernel.end()));
+  cmp("stages", cfg.encoder.stages, got.encoder.stages);
+  cmp("mlp_ratio", cfg.encoder.mlp_ratio, got.encoder.mlp_ratio);
+  cmp("img_size (pos_embed grid)", cfg.img_size, got.img_size);
+  cmp("decoder_dim", cfg.decoder_dim, got.decoder_dim);
+  cmp("refiner_channels", cfg.refiner_channels, got.refiner_channels);
+  return d.str();
 }
 
 torch::Tensor resize_pos_embed(const torch::Tensor& pos_embed, int64_t new_grid) {
@@ -223,14 +339,20 @@ void load_weights(GreenFormerImpl& model, const Checkpoint& ck) {
     // silently (a constant 0.5 matte); non-finite weights give NaN mattes.
     CK_CHECK(at::isFloatingType(src.scalar_type()), ModelError, ck.path, ": key '", key,
              "' holds ", src.scalar_type(), " values; GreenFormer weights are floating point");
-    CK_CHECK(torch::isfinite(src).all().item<bool>(), ModelError, ck.path, ": key '", key,
-             "' holds NaN or Inf values");
+    const bool fp8 = src.scalar_type() == torch::kFloat8_e4m3fn || src.scalar_type() == torch::kFloat8_e5m2;
+    CK_CHECK(torch::isfinite(fp8 ? src.to(torch::kFloat) : src).all().item<bool>(), ModelError,
+             ck.path, ": key '", key, "' holds NaN or Inf values");
     if (key == "encoder.model.pos_embed" && src.dim() == 3 && src.sizes() != it->second.sizes())
       src = resize_pos_embed(src.to(torch::kFloat), model.encoder->model->grid());
     CK_CHECK(src.sizes() == it->second.sizes(), ModelError, ck.path, ": shape mismatch for '",
              key, "': checkpoint ", src.sizes(), ", model expects ", it->second.sizes(),
              " (wrong architecture?)");
-    it->second.copy_(src);
+    auto& dst = it->second;
+    if (src.scalar_type() == dst.scalar_type() && src.device() == dst.device() &&
+        src.is_contiguous() && dst.is_contiguous() && src.data_ptr() != nullptr)
+      dst.set_data(src);  // no second copy: the file's tensor (mapped or read) is the weight
+    else
+      dst.copy_(src);
     seen.insert(key);
   }
   for (const auto& [key, t] : targets)

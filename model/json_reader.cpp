@@ -10,14 +10,15 @@ namespace corridorkey::model::json {
 namespace {
 
 constexpr int kMaxDepth = 32;
-constexpr size_t kMaxText = 1 << 20;
 
 class Parser {
  public:
-  Parser(const std::string& t, const std::string& source) : t_(t), source_(source) {}
+  Parser(const std::string& t, const std::string& source, const Limits& limits)
+      : t_(t), source_(source), limits_(limits) {}
 
   Value document() {
-    CK_CHECK(t_.size() <= kMaxText, ModelError, source_, ": config.json is larger than 1 MiB");
+    CK_CHECK(t_.size() <= limits_.max_text, ModelError, source_, ": ", limits_.what,
+             " is larger than ", limits_.max_text, " bytes");
     Value v = value(0);
     ws();
     if (p_ != t_.size()) fail("unexpected text after the JSON value");
@@ -26,8 +27,8 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
-    throw ModelError(source_ + ": config.json is not valid JSON at offset " + std::to_string(p_) +
-                     ": " + why);
+    throw ModelError(source_ + ": " + limits_.what + " is not valid JSON at offset " +
+                     std::to_string(p_) + ": " + why);
   }
   void ws() {
     while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\t' || t_[p_] == '\n' || t_[p_] == '\r')) ++p_;
@@ -166,6 +167,7 @@ class Parser {
 
   const std::string& t_;
   const std::string& source_;
+  const Limits& limits_;
   size_t p_ = 0;
 };
 
@@ -218,8 +220,8 @@ std::string Value::text(size_t max) const {
   return s.size() > max ? s.substr(0, max) + "..." : s;
 }
 
-Value parse(const std::string& text, const std::string& source) {
-  return Parser(text, source).document();
+Value parse(const std::string& text, const std::string& source, const Limits& limits) {
+  return Parser(text, source, limits).document();
 }
 
 }  // namespace corridorkey::model::json

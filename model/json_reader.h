@@ -29,8 +29,14 @@ struct Value {
   std::string text(size_t max = 80) const;
 };
 
-/// Parses one JSON document. ModelError "<source>: config.json ..." when malformed.
-Value parse(const std::string& text, const std::string& source);
+/// What a document is called in messages and how long it may be.
+struct Limits {
+  const char* what = "config.json";
+  size_t max_text = size_t{1} << 20;  // 1 MiB: config.json
+};
+
+/// Parses one JSON document. ModelError "<source>: <what> ..." when malformed.
+Value parse(const std::string& text, const std::string& source, const Limits& limits = {});
 
 /// JSON string literal of `s` (quotes and escapes), for writers.
 std::string quote(const std::string& s);

@@ -2,13 +2,13 @@
 # Builds the libFuzzer targets (tests/fuzz, clang + ASan + UBSan) in build-fuzz/ and runs
 # each for SECONDS (default 60) from generated seed corpora. Exit 1 on any finding; the
 # crashing input is kept in build-fuzz/findings/.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: image yaml config_json checkpoint
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: image yaml config_json checkpoint safetensors
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(image yaml config_json checkpoint)
+[ ${#targets[@]} -gt 0 ] || targets=(image yaml config_json checkpoint safetensors)
 venv=${CK_VENV:-$HOME/.cache/corridorkey-engine/venv-torch2.15.0}
 build=${CK_FUZZ_BUILD:-$root/build-fuzz}
 log() { printf '[fuzz] %s\n' "$*" >&2; }

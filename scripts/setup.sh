@@ -18,6 +18,7 @@ TIMM_VERSION=1.0.31
 OPENJD_VERSION=0.8.0       # openjd-cli: the job-export tests run real Open Job Description
 OPENCV_PY_VERSION=4.11.0.86 # tools/reference_clip_loop.py: OpenCV post-processing (4.x: its wheels write EXR, 5.0 dropped it)
 NUMPY_SPEC="numpy<3"
+SAFETENSORS_VERSION=0.8.0  # tests write their .safetensors fixtures with the package itself
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${CK_VENV:-$HOME/.cache/corridorkey-engine/venv-torch$TORCH_VERSION}
@@ -56,6 +57,10 @@ fi
 if ! "$venv/bin/python" -c "import cv2, sys; sys.exit(cv2.__version__ != \"${OPENCV_PY_VERSION%.*}\")" >/dev/null 2>&1; then
   log "installing opencv-python-headless $OPENCV_PY_VERSION into the venv (tools only)"
   "$venv/bin/pip" install -q "opencv-python-headless==$OPENCV_PY_VERSION"
+fi
+if ! "$venv/bin/python" -c "import safetensors, sys; sys.exit(safetensors.__version__ != '$SAFETENSORS_VERSION')" >/dev/null 2>&1; then
+  log "installing safetensors $SAFETENSORS_VERSION into the venv (test fixtures)"
+  "$venv/bin/pip" install -q "safetensors==$SAFETENSORS_VERSION"
 fi
 if ! "$venv/bin/openjd" --version >/dev/null 2>&1; then
   log "installing openjd-cli $OPENJD_VERSION into the venv"

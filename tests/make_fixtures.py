@@ -209,6 +209,47 @@ def write_special(out):
           f"did write its marker; removed)")
 
 
+def write_safetensors(out):
+    """safetensors files as users have them: written by the safetensors package itself
+    (safetensors.torch.save_file, as the reference's hosted weights are), from the same
+    seed-0 state dict as tiny128*.pth, in fp32 / fp16 / bf16, with and without torch.compile's
+    _orig_mod. prefix, each beside a torch.save twin of the same weights. A second model
+    (seed 1) stands in for the blue-screen model; a dtype file covers every dtype the
+    engine reads, and one the engine refuses (U16)."""
+    from safetensors.torch import save_file
+    torch.set_grad_enabled(False)
+    sd = tiny_model().state_dict()  # includes BatchNorm num_batches_tracked (int64)
+    save_file(dict(sd), f"{out}/tiny128.safetensors")
+    save_file({"_orig_mod." + k: v for k, v in sd.items()}, f"{out}/tiny128_compiled.safetensors")
+    for name, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
+        half = collections.OrderedDict(
+            (k, v.to(dt) if v.is_floating_point() else v) for k, v in sd.items())
+        save_file(dict(half), f"{out}/tiny128_{name}.safetensors")
+        torch.save(half, f"{out}/tiny128_{name}_twin.pth")
+    blue = ex.gr.build_greenformer("tiny", 128)
+    ex.gr.randomize_(blue, 1)
+    blue_sd = blue.float().eval().state_dict()
+    save_file(dict(blue_sd), f"{out}/tiny128_seed1.safetensors")
+    torch.save(blue_sd, f"{out}/tiny128_seed1.pth")
+
+    base = torch.arange(24, dtype=torch.float64).reshape(4, 6)
+    d = {}
+    for name in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16",
+                 "int8", "uint8", "float8_e4m3fn", "float8_e5m2"):
+        d[name] = base.to(getattr(torch, name))
+    d["bool"] = (base % 2) == 1
+    d["empty"] = torch.empty(0, 5)
+    d["scalar"] = torch.tensor(3.5)
+    save_file(d, f"{out}/dtypes.safetensors", metadata={"note": "every dtype the engine reads"})
+    save_file({"weight": base.to(torch.uint16)}, f"{out}/dtype_u16.safetensors")
+    # A file whose metadata names an architecture the shapes contradict (embed_dim 32).
+    cfg = __import__("json").loads(ex.config_json("tiny", 128))
+    cfg["embed_dim"] = 32
+    save_file(dict(sd), f"{out}/tiny128_badmeta.safetensors",
+              metadata={"corridorkey_config": __import__("json").dumps(cfg)})
+    print(f"wrote safetensors fixtures to {out}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -231,6 +272,7 @@ def main():
             print(f"fixture generation failed: {' '.join(argv)}", file=sys.stderr)
             return rc
     write_special(a.out)
+    write_safetensors(a.out)
     open(stamp, "w").write(digest)
     print(f"fixtures written to {a.out} in {time.time() - t0:.1f}s")
     return 0

@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include <corridorkey/bench.h>
+#include <corridorkey/checkpoint.h>
 #include <corridorkey/errors.h>
 
 #include <nlohmann/json.hpp>
@@ -20,7 +21,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   auto random = std::make_shared<bool>(false);
   auto json = std::make_shared<bool>(false);
   auto profiles = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("--checkpoint", b->checkpoint, "TorchScript archive or CorridorKey .pth");
+  cmd->add_option("--checkpoint", b->checkpoint, ".safetensors, .pth or TorchScript file, or a folder");
   cmd->add_flag("--random-weights", *random, "seeded random weights instead of a checkpoint");
   cmd->add_option("--arch", b->random_arch, "architecture for --random-weights (hiera_base_plus | small | tiny)")
       ->capture_default_str();
@@ -57,8 +58,43 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--ops", b->top_ops,
                   "profile the last frame of each profile: its N slowest LibTorch operators "
                   "(self time; shows e.g. that convolutions run through oneDNN)");
+  auto load = std::make_shared<std::vector<std::string>>();
+  auto mmap = std::make_shared<std::string>("on");
+  cmd->add_option("--load", *load,
+                  "time checkpoint loading instead: each file (or folder), interleaved --frames "
+                  "times: parse to tensors, then a whole engine of the first --profile (default "
+                  "original) with its peak RSS growth")
+      ->take_all();
+  cmd->add_option("--mmap", *mmap, "--load: safetensors mapped (on) or read (off)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_flag("--json", *json, "one JSON object per profile (NDJSON)");
-  cmd->callback([b, random, json, profiles, clip_size, &exit_code] {
+  cmd->callback([b, random, json, profiles, clip_size, load, mmap, &exit_code] {
+    if (!load->empty()) {
+      LoadBenchOptions lo;
+      lo.checkpoints = *load;
+      lo.repeats = b->frames;
+      lo.mmap = *mmap == "on";
+      if (!profiles->empty()) lo.profile = profiles->front();
+      const auto rows = run_load_bench(lo);
+      if (!*json)
+        std::printf("%-50s %-12s %10s %10s %11s %14s\n", "checkpoint", "format", "file_MiB",
+                    "parse_ms", "engine_ms", "engine_rss_MiB");
+      for (const auto& r : rows) {
+        if (*json)
+          std::cout << nlohmann::json{{"checkpoint", r.checkpoint}, {"format", r.format},
+                                      {"file_bytes", r.file_bytes}, {"parse_ms", r.parse_ms},
+                                      {"engine_ms", r.engine_ms}, {"engine_rss_growth", r.engine_rss_growth},
+                                      {"profile", lo.profile}, {"mmap", lo.mmap}, {"repeats", lo.repeats}}
+                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                    << std::endl;
+        else
+          std::printf("%-50s %-12s %10.1f %10.1f %11.1f %14.1f\n", r.checkpoint.c_str(), r.format.c_str(),
+                      mib(r.file_bytes), r.parse_ms, r.engine_ms, mib(r.engine_rss_growth));
+      }
+      exit_code = kOk;
+      return;
+    }
     if (!*random) b->random_arch.clear();
     if (!profiles->empty()) b->profiles = *profiles;
     if (b->pipeline) {

@@ -32,6 +32,8 @@ nlohmann::json event_json(const PipelineEvent& e) {
   if (!e.frame.empty()) j["frame"] = e.frame;
   if (!e.file.empty()) j["file"] = e.file;
   if (!e.message.empty()) j["message"] = e.message;
+  if (!e.checkpoint.empty()) j["checkpoint"] = e.checkpoint;
+  if (!e.screen.empty()) j["screen"] = e.screen;
   j["done"] = e.frames_done;
   j["total"] = e.frames_total;
   if (e.kind == PipelineEvent::Kind::FrameDone) j["timings_ms"] = stage_json(e.timings);
@@ -98,7 +100,11 @@ void add_inference(CLI::App& app, int& exit_code) {
                        {"interrupted", sum.interrupted}, {"wall_ms", sum.wall_ms},
                        {"device", sum.engine.device}, {"checkpoint", sum.engine.checkpoint},
                        {"infer_wait_ms", sum.infer_wait_ms},
-                       {"stage_ms", stage_json(sum.stage_sums)}};
+                       {"stage_ms", stage_json(sum.stage_sums)},
+                       {"clip_models", nlohmann::json::array()}};
+      for (const auto& m : sum.clip_models)
+        j["clip_models"].push_back({{"clip", m.clip}, {"checkpoint", m.checkpoint},
+                                    {"screen", m.screen}, {"swapped", m.swapped}});
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     } else if (!*quiet) {
       const double n = std::max(1, sum.frames_done);
@@ -112,6 +118,10 @@ void add_inference(CLI::App& app, int& exit_code) {
                    sum.frames_done / std::max(sum.wall_ms / 1000, 1e-9), t.read_ms / n,
                    t.preprocess_ms / n, t.infer_ms / n, t.postprocess_ms / n, t.write_ms / n,
                    100.0 * sum.infer_wait_ms / std::max(sum.wall_ms, 1e-9));
+      for (const auto& m : sum.clip_models)
+        std::fprintf(stderr, "clip %s: %s backing, keyed with %s%s\n", m.clip.c_str(),
+                     m.screen.c_str(), m.checkpoint.c_str(),
+                     m.swapped ? " (green and blue swapped)" : "");
       for (const auto& f : sum.failures) std::fprintf(stderr, "failed: %s\n", f.c_str());
       if (!job->output_root.empty())
         std::fprintf(stderr, "outputs under %s/<clip>/\n", job->output_root.c_str());

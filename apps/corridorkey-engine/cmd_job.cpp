@@ -115,6 +115,8 @@ void add_job(CLI::App& app, int& exit_code) {
       if (*json) {
         nlohmann::json ev{{"event", to_string(e.kind)}, {"clip", e.clip}, {"frame", e.frame},
                           {"message", e.message}};
+        if (!e.checkpoint.empty()) ev["checkpoint"] = e.checkpoint;
+        if (!e.screen.empty()) ev["screen"] = e.screen;
         std::cout << ev.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
       } else if (e.kind == PipelineEvent::Kind::FrameFailed || e.kind == PipelineEvent::Kind::Warning ||
                  e.kind == PipelineEvent::Kind::VideoFailed || e.kind == PipelineEvent::Kind::VideoWritten) {
@@ -125,6 +127,11 @@ void add_job(CLI::App& app, int& exit_code) {
       std::fprintf(stderr, "job %s chunk %d/%d: %d keyed, %d already done, %d failed in %.1f s\n",
                    j.name.c_str(), todo.index, todo.count, s.frames_done, s.frames_skipped,
                    s.frames_failed, s.wall_ms / 1000);
+    if (!*quiet && !*json)
+      for (const auto& m : s.clip_models)
+        std::fprintf(stderr, "clip %s: %s backing, keyed with %s%s\n", m.clip.c_str(),
+                     m.screen.c_str(), m.checkpoint.c_str(),
+                     m.swapped ? " (green and blue swapped)" : "");
     exit_code = s.interrupted ? kInterrupted
                 : s.frames_failed == 0 && s.videos_failed == 0 ? kOk
                 : j.inference.on_error == OnError::Skip ? kPartial : kInput;

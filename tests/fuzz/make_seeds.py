@@ -21,7 +21,7 @@ import cv2  # noqa: E402
 
 warnings.filterwarnings("ignore", category=FutureWarning)  # torch.jit is deprecated, still read
 out = sys.argv[1]
-for d in ("image", "yaml", "config_json", "checkpoint"):
+for d in ("image", "yaml", "config_json", "checkpoint", "safetensors"):
     os.makedirs(os.path.join(out, d), exist_ok=True)
 
 
@@ -97,4 +97,39 @@ put("checkpoint", "scripted.ts", bytes([2]) + raw)
 with zipfile.ZipFile(io.BytesIO(raw)) as z:
     pkl = next(n for n in z.namelist() if n.endswith("data.pkl"))
     put("checkpoint", "scripted.pkl", bytes([1]) + z.read(pkl))
+# safetensors: files from the package itself (every dtype, metadata, an empty and a 0-d
+# tensor), then the hostile shapes the reader refuses (tests/model/test_safetensors.cpp).
+from safetensors.torch import save as st_save  # noqa: E402
+t = torch.arange(12, dtype=torch.float64).reshape(3, 4)
+put("safetensors", "dtypes.safetensors", st_save(  # base: the tiny config_json seed above
+    {n: t.to(getattr(torch, n)) for n in ("float64", "float32", "float16", "bfloat16", "int64",
+                                             "int32", "int16", "int8", "uint8", "float8_e4m3fn",
+                                             "float8_e5m2")}
+    | {"bool": t > 5, "empty": torch.empty(0, 3), "scalar": torch.tensor(1.5)},
+    metadata={"corridorkey_config": json.dumps(base), "note": "seed"}))
+put("safetensors", "weights.safetensors", st_save({"encoder.model.patch_embed.proj.weight": torch.ones(16, 4, 7, 7),
+                                                  "_orig_mod.a.num_batches_tracked": torch.tensor(3)}))
+
+
+def raw(header: str, data: bytes = b"", length=None) -> bytes:
+    h = header.encode()
+    n = len(h) if length is None else length
+    return n.to_bytes(8, "little") + h + data
+
+
+ok = '"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}'
+for name, blob in {
+        "len_beyond": raw("{" + ok + "}", bytes(24), 1 << 20),
+        "duplicate": raw("{" + ok + "," + ok + "}", bytes(24)),
+        "overlap": raw('{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},'
+                       '"b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}}', bytes(24)),
+        "mismatch": raw('{"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}}', bytes(24)),
+        "overflow": raw('{"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}}', bytes(4)),
+        "negative": raw('{"w":{"dtype":"I8","shape":[-1],"data_offsets":[0,1]}}', b"x"),
+        "bool_bytes": raw('{"w":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}}', b"\x00\x07"),
+        "subbyte": raw('{"w":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}}', b"x"),
+        "trailing": raw("{" + ok + "}  x", bytes(24)),
+        "metadata": raw('{"__metadata__":{"a":"b","c":1},' + ok + "}", bytes(24)),
+        "truncated": raw("{" + ok + "}", bytes(10))}.items():
+    put("safetensors", name + ".safetensors", blob)
 print(f"fuzz seeds written to {out}")

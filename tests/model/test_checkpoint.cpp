@@ -192,8 +192,9 @@ TEST_CASE("bad checkpoints raise typed errors naming the file and problem", "[mo
     CHECK_THROWS_AS(read_checkpoint(p), IoError);
     CHECK_THROWS_WITH(read_checkpoint(p), Contains(p) && Contains("does not exist"));
   }
-  SECTION("a directory") {
-    CHECK_THROWS_AS(read_checkpoint(dir.string()), IoError);
+  SECTION("a directory without a checkpoint (a folder is resolved: test_safetensors.cpp)") {
+    CHECK_THROWS_AS(read_checkpoint(dir.string()), ConfigError);
+    CHECK_THROWS_WITH(read_checkpoint(dir.string()), Contains(dir.string()) && Contains("no checkpoint"));
   }
   SECTION("not a checkpoint") {
     const auto p = dir / "notes.pth";

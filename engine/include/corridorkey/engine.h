@@ -90,14 +90,15 @@ class CORRIDORKEY_API BaseEngine {
   BaseEngine(const BaseEngine&) = delete;
   BaseEngine& operator=(const BaseEngine&) = delete;
 
-  /// Keys one frame: plate (3+ channels; extra channels ignored), hint (first channel used;
-  /// resized when its size differs). Throws IoError for bad views.
+  /// Keys one frame shot on the model's own backing (EngineOptions::model_screen, green
+  /// unless this is a blue-screen model): plate (3+ channels; extra channels ignored), hint
+  /// (first channel used; resized when its size differs). Throws IoError for bad views.
   FrameResult process_frame(const ImageView& plate, const ImageView& hint);
 
-  /// The same for a plate shot on `screen`: Blue swaps green and blue before the model and
-  /// swaps fg, processed and comp back, so despill acts on the backing's own channel (the
-  /// model is trained on green). Green is the call above; Auto is refused (ConfigError):
-  /// estimate the clip's backing once with estimate_screen() (hint.h).
+  /// The same for a plate shot on `screen`. A backing other than the model's swaps green
+  /// and blue before the model and fg back after it; despill always acts on the backing's
+  /// own channel. Auto is refused (ConfigError): estimate the clip's backing once with
+  /// estimate_screen() (hint.h).
   FrameResult process_frame(const ImageView& plate, const ImageView& hint, Screen screen);
 
   /// Model only, at model resolution: input [4,S,S] planar float (normalised rgb + hint).

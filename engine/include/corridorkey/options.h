@@ -36,6 +36,11 @@ CORRIDORKEY_API const char* to_string(CompileMode m);  // "none" | "default" | .
 CORRIDORKEY_API const char* to_string(EngineKind k);   // "original" | "optimized"
 CORRIDORKEY_API const char* to_string(OnOom o);        // "fail" | "degrade"
 
+/// The backing's colour. A plate whose backing is not the one the model was trained on is
+/// keyed with green and blue swapped before the model and after it; Auto estimates it per
+/// clip.
+enum class Screen { Auto, Green, Blue };
+
 struct EngineOptions {
   // ---- optimization profile fields (profiles/*.yaml) ----
   /// OriginalEngine (the reference behaviour, no token routing) or OptimizedEngine.
@@ -83,9 +88,24 @@ struct EngineOptions {
   double edge_threshold_low = 0.02;
   double edge_threshold_high = 0.98;
   int64_t min_edge_tokens = 64;
+  /// safetensors checkpoints: map the file (the weights stay in the page cache, shared
+  /// with other processes, no copy) or read it into memory. A mapped file that is replaced
+  /// or truncated while in use kills the process with SIGBUS, so a process that outlives
+  /// one job (a host application, `serve`) should read (false).
+  bool mmap = true;
 
   // ---- model and device ----
-  std::string checkpoint;       // TorchScript archive or CorridorKey .pth
+  /// .safetensors, torch.save .pth or TorchScript archive, told by content; or a folder,
+  /// in which *.safetensors is preferred over *.pth and *.pth over *.ts (one file of the
+  /// preferred kind, else a ConfigError listing them). Empty: the bundled model.
+  std::string checkpoint;
+  /// The blue-screen model (a file or folder as `checkpoint`). Clips on a blue backing are
+  /// keyed with it, without the green/blue channel swap; empty: blue clips are keyed with
+  /// `checkpoint` and the swap.
+  std::string checkpoint_blue;
+  /// The backing `checkpoint` was trained on: green (CorridorKey) or blue (the blue-screen
+  /// model). Plates shot on the other colour are keyed with green and blue swapped.
+  Screen model_screen = Screen::Green;
   /// With an empty checkpoint: build this architecture with seeded random weights
   /// ("hiera_base_plus", "small" or "tiny"); for benchmarks and tests only.
   std::string random_weights_arch;
@@ -120,9 +140,6 @@ enum class OnError { Stop, Skip };
 /// chroma key of the plate, written to <out>/AlphaHint/ as 8-bit PNG), or Auto (AlphaHint/
 /// when the clip has one, otherwise Chroma).
 enum class HintSource { Auto, Files, Chroma };
-/// The backing's colour. Blue plates are keyed with green and blue swapped before the
-/// model and after it (the model is trained on green screens); Auto estimates it per clip.
-enum class Screen { Auto, Green, Blue };
 /// Codec of the video deliverables: H.264 in .mp4 (yuv420p; the ffmpeg binary with the
 /// reference's libx264 crf 18 when installed, otherwise OpenCV's FFmpeg backend), or ProRes
 /// 4444 in .mov (FG with the matte as alpha; needs the ffmpeg binary).

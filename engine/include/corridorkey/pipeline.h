@@ -28,10 +28,19 @@ struct PipelineEvent {
                     VideoWritten, VideoFailed, ClipDone, JobDone };
   Kind kind = Kind::JobStarted;
   std::string clip, frame, file, message;
+  /// clip_started: the checkpoint that keys the clip and the backing it was keyed for.
+  std::string checkpoint, screen;
   int frames_done = 0, frames_total = 0;
   StageTimings timings;  // frame_done: this frame's read .. write times
 };
 CORRIDORKEY_API const char* to_string(PipelineEvent::Kind k);
+
+/// Which model keyed a clip.
+struct ClipModel {
+  std::string clip, checkpoint;
+  std::string screen;   // the clip's backing: "green" | "blue"
+  bool swapped = false; // green and blue swapped around a model trained on the other colour
+};
 
 struct JobSummary {
   int clips = 0, frames_total = 0, frames_done = 0, frames_skipped = 0, frames_failed = 0;
@@ -45,18 +54,26 @@ struct JobSummary {
   /// Summed over frames (each stage runs on its own threads, so they overlap in time).
   StageTimings stage_sums;
   EngineInfo engine;
+  std::vector<ClipModel> clip_models;  // one per clip, in order
 };
 
 /// Keys the clips with an engine the caller owns (built once, reused for many calls: a
-/// farm task keying several clip parts loads the checkpoint once). Throws ConfigError /
+/// farm task keying several clip parts loads the checkpoint once). Clips on a blue
+/// backing are keyed with `blue_engine` (a blue-screen model) when given; without it, with
+/// a blue-screen model loaded for this call when the engine's options name one
+/// (checkpoint_blue), else with `engine` and the green/blue swap. Throws ConfigError /
 /// IoError for problems found before any frame is keyed (bad options, no clips, count
 /// mismatch); per-frame problems are reported through events and the summary (and stop the
 /// job under OnError::Stop after the frames already in flight are written).
 CORRIDORKEY_API JobSummary run_inference(BaseEngine& engine, const InferenceOptions& job,
                                          const std::function<void(const PipelineEvent&)>& on_event = {});
+CORRIDORKEY_API JobSummary run_inference(BaseEngine& engine, BaseEngine* blue_engine,
+                                         const InferenceOptions& job,
+                                         const std::function<void(const PipelineEvent&)>& on_event = {});
 
 /// The same with an engine built from `engine_options` for this call (ModelError /
-/// DeviceError from loading it).
+/// DeviceError from loading it), and the blue-screen model of checkpoint_blue loaded only
+/// when a clip is on a blue backing.
 CORRIDORKEY_API JobSummary run_inference(const EngineOptions& engine_options,
                                          const InferenceOptions& job,
                                          const std::function<void(const PipelineEvent&)>& on_event = {});

@@ -84,9 +84,24 @@ std::vector<Field<O>> rows() {
                                   "fewer edge tokens than this: route all tokens",
                                   "a non-negative integer, e.g. 64"));
 
+  r.push_back(choice_row<O, bool>(
+      "mmap", P, &O::mmap,
+      {{"on", true}, {"off", false}, {"true", true}, {"false", false}, {"yes", true},
+       {"no", false}},
+      "safetensors weights: map the file (on; no copy) or read it into memory (off; for "
+      "processes that outlive one job: a file replaced under a mapping is SIGBUS)"));
   r.push_back(text_row<O>("checkpoint", R, &O::checkpoint,
-                          "TorchScript archive or CorridorKey .pth (empty: the bundled model)",
-                          "a file path"));
+                          ".safetensors, .pth or TorchScript file, or a folder holding one "
+                          "(empty: the bundled model)",
+                          "a file or folder path"));
+  r.push_back(text_row<O>("checkpoint_blue", R, &O::checkpoint_blue,
+                          "blue-screen model (file or folder): keys blue-backing clips "
+                          "without the green/blue swap (empty: swap around the main model)",
+                          "a file or folder path"));
+  r.push_back(choice_row<O, Screen>(
+      "model_screen", R, &O::model_screen, {{"green", Screen::Green}, {"blue", Screen::Blue}},
+      "backing the checkpoint was trained on: green, or blue for a blue-screen model given "
+      "as --checkpoint (checkpoint_blue's model is blue)"));
   r.push_back(text_row<O>("device", R, &O::device, "auto | cpu | cuda | cuda:N | mps",
                           "one of auto, cpu, cuda, cuda:N, mps", valid_device_request));
   r.push_back(int_row<O, int>("threads", R, &O::threads, 0, 1024,

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <map>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -70,9 +71,11 @@ VerifyReport verify_checkpoint(const VerifyOptions& opt) {
   torch::NoGradGuard no_grad;
 
   auto loaded = detail::make_model({opt.checkpoint, opt.img_size, "", 0});
+  if (!loaded.checkpoint.chosen_note.empty()) std::cerr << "corridorkey: " << loaded.checkpoint.chosen_note << "\n";
   const auto& ck = loaded.checkpoint;
   auto net = loaded.net;
-  rep.format = ck.format == model::CheckpointFormat::TorchScript ? "torchscript" : "torch.save";
+  rep.format = model::to_string(ck.format);
+  rep.checkpoint = ck.path;  // the file chosen when the argument is a folder
   const auto& cfg = net->config();
   rep.arch = cfg.arch;
   rep.img_size = cfg.img_size;
@@ -95,7 +98,7 @@ VerifyReport verify_checkpoint(const VerifyOptions& opt) {
     // The one place the archive's own code runs (verify's purpose: compare against it).
     std::map<std::string, torch::Tensor> ref;
     if (rep.has_reference) {
-      auto m = torch::jit::load(opt.checkpoint, device);
+      auto m = torch::jit::load(ck.path, device);
       m.eval();
       t0 = std::chrono::steady_clock::now();
       const auto r = m.forward({x});

@@ -3,8 +3,10 @@
 #include <corridorkey/job.h>
 
 #include "io/clip.h"
+#include "pipeline/run.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -103,11 +105,15 @@ JobSummary run_chunk(const JobSpec& job, const Chunk& chunk,
 JobSummary run_chunk(BaseEngine& engine, const JobSpec& job, const Chunk& chunk,
                      const std::function<void(const PipelineEvent&)>& on_event) {
   JobSummary total;
+  // The blue-screen model too is loaded once per chunk, and only if a part needs it.
+  std::unique_ptr<BaseEngine> blue;
+  const auto blue_source = pipeline::lazy_blue_engine(engine.options(), blue);
   for (const auto& part : chunk.parts) {
     auto in = job.inference;
     in.paths = {part.clip_path};
     in.frames = std::to_string(part.first) + "-" + std::to_string(part.last);
-    const auto s = run_inference(engine, in, on_event);
+    const auto s = pipeline::run_pipeline(engine, blue_source, in, on_event);
+    total.clip_models.insert(total.clip_models.end(), s.clip_models.begin(), s.clip_models.end());
     total.clips += s.clips;
     total.frames_total += s.frames_total;
     total.frames_done += s.frames_done;

@@ -144,6 +144,8 @@ JobSpec load_job(const std::string& path) {
   if (!job.inference.output_root.empty())
     job.inference.output_root = resolve(base, job.inference.output_root);
   if (!job.engine.checkpoint.empty()) job.engine.checkpoint = resolve(base, job.engine.checkpoint);
+  if (!job.engine.checkpoint_blue.empty())
+    job.engine.checkpoint_blue = resolve(base, job.engine.checkpoint_blue);
   CK_CHECK(!job.clips.empty() || !job.clips_root.empty(), ConfigError, f,
            ": no 'clips' and no 'clips_root': nothing to key");
   validate_profile(job.engine, f + ": overrides");

@@ -162,10 +162,8 @@ void resolve_hints(ClipPlan& p, const InferenceOptions& job, int& n, Plan& plan)
   } else {
     p.screen.screen = job.screen;
   }
-  p.swap_gb = p.screen.screen == Screen::Blue;
-  if (p.swap_gb)
-    plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root,
-                           "blue backing: green and blue are swapped before the model and after it"});
+  // Which model keys the clip (and so whether it is swapped) is the pipeline's choice:
+  // it knows whether a blue-screen model was given (Pipeline::assign_models).
 }
 
 /// Which outputs of the clip also become videos, and at which frame rate.

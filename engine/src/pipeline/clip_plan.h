@@ -25,7 +25,13 @@ struct ClipPlan {
   ChromaHintOptions hint_options;
   /// The backing: estimated (coverage > 0) or as given by --screen.
   ScreenEstimate screen;
-  /// Blue backing: green and blue swapped before the model and after it.
+  /// Which engine keys the clip (0 = the main one, 1 = the blue-screen model), the model
+  /// size it pre-processes to and the checkpoint it runs (assigned after planning).
+  int engine = 0;
+  int64_t model_size = 0;
+  std::string checkpoint;
+  /// The backing is not the one the clip's model was trained on: green and blue swapped
+  /// before the model and after it.
   bool swap_gb = false;
   /// Which outputs are also encoded as videos, at which frame rate.
   VideoOutputs videos;

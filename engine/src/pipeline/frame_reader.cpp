@@ -91,7 +91,7 @@ ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
     std::string note;
     auto ht = detail::hint_to_tensor(hint.view(), &note);
     if (!note.empty()) it.warnings.push_back(note);
-    return detail::preprocess(pt, ht, S_, p.linear, torch::kCPU);
+    return detail::preprocess(pt, ht, p.model_size, p.linear, torch::kCPU);
   });
   it.timings.preprocess_ms = ms_since(t);
   return it;

@@ -11,8 +11,9 @@ namespace corridorkey::pipeline {
 
 class FrameReader {
  public:
-  FrameReader(const std::vector<ClipPlan>& plans, int64_t model_size, int64_t max_pixels)
-      : plans_(plans), S_(model_size), max_pixels_(max_pixels) {}
+  /// Each clip is pre-processed to its own model's size (ClipPlan::model_size).
+  FrameReader(const std::vector<ClipPlan>& plans, int64_t max_pixels)
+      : plans_(plans), max_pixels_(max_pixels) {}
 
   /// One frame of an image sequence; never throws (a failure is a ReadItem with .error).
   ReadItem read_frame(size_t clip, int index) const;
@@ -27,7 +28,6 @@ class FrameReader {
                    double read_ms) const;
 
   const std::vector<ClipPlan>& plans_;
-  int64_t S_;
   int64_t max_pixels_;
 };
 

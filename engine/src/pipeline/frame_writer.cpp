@@ -16,12 +16,12 @@ void FrameWriter::write(const ClipPlan& plan, const std::string& stem, int width
   auto t = Clock::now();
   const Image alpha = post::resize_lanczos(alpha_model, width, height);
   Image fg = post::resize_lanczos(fg_model, width, height);
+  if (plan.swap_gb) swap_green_blue(fg);  // keyed swapped: back to the plate's channel order
   post::PostResult pr;
-  if (job_.processed || job_.comp) pr = post::finish(alpha, fg, post_);
-  if (plan.swap_gb) {  // blue backing: despill acted on its channel; back to the plate's order
-    swap_green_blue(fg);
-    if (!pr.processed.empty()) swap_green_blue(pr.processed);
-    if (!pr.comp.empty()) swap_green_blue(pr.comp);
+  if (job_.processed || job_.comp) {
+    auto po = post_;
+    po.blue_backing = plan.screen.screen == Screen::Blue;  // despill the backing's channel
+    pr = post::finish(alpha, fg, po);
   }
   timings.postprocess_ms = ms_since(t);
   t = Clock::now();

@@ -11,6 +11,7 @@
 #include "pipeline/frame_items.h"
 #include "pipeline/frame_reader.h"
 #include "pipeline/frame_writer.h"
+#include "pipeline/run.h"
 #include "pipeline/video_outputs.h"
 #include "runtime/engine_impl.h"
 #include "timing.h"
@@ -61,9 +62,10 @@ post::PostOptions post_options(const EngineOptions& o) {
 
 class Pipeline {
  public:
-  Pipeline(BaseEngine& engine, const InferenceOptions& job,
+  Pipeline(BaseEngine& engine, BlueEngineSource blue, const InferenceOptions& job,
            const std::function<void(const PipelineEvent&)>& on_event)
-      : impl_(EngineAccess::impl(engine)), job_(job), on_event_(on_event),
+      : impl_(EngineAccess::impl(engine)), blue_source_(std::move(blue)), job_(job),
+        on_event_(on_event),
         writer_(job_, post_options(impl_.opt)),
         dma_(impl_.device, static_cast<int>(impl_.opt.dma_buffers)) {
     validate_inference_options(job, "inference options");
@@ -76,15 +78,25 @@ class Pipeline {
     summary_.frames_total = plan_.frames_total;
     summary_.frames_skipped = plan_.frames_skipped;
     summary_.engine = impl_.info;
+    assign_models();
     make_tasks();
     emit(PipelineEvent::Kind::JobStarted, "", "", "",
          impl_.info.checkpoint + " on " + impl_.info.device);
-    for (const auto& p : plan_.clips)
-      emit(PipelineEvent::Kind::ClipStarted, p.clip.name, "", p.clip.root,
-           std::to_string(p.frames.size()) + " frames" + (p.linear ? ", linear input" : ""));
+    for (const auto& p : plan_.clips) {
+      PipelineEvent e;
+      e.kind = PipelineEvent::Kind::ClipStarted;
+      e.clip = p.clip.name;
+      e.file = p.clip.root;
+      e.message = std::to_string(p.frames.size()) + " frames" + (p.linear ? ", linear input" : "") +
+                  ", " + to_string(p.screen.screen) + " backing, " + p.checkpoint +
+                  (p.swap_gb ? " (green and blue swapped)" : "");
+      e.checkpoint = p.checkpoint;
+      e.screen = to_string(p.screen.screen);
+      emit(e);
+    }
     for (const auto& d : plan_.events) emit(d.kind, d.clip, d.frame, d.file, d.message);
 
-    FrameReader reader(plan_.clips, impl_.S, job_.max_pixels);
+    FrameReader reader(plan_.clips, job_.max_pixels);
     std::vector<std::thread> readers, writers;
     readers_left_ = job_.read_workers;
     for (int i = 0; i < job_.read_workers; ++i) readers.emplace_back([&] { read_loop(reader); });
@@ -122,7 +134,6 @@ class Pipeline {
   void emit(PipelineEvent::Kind k, const std::string& clip, const std::string& frame,
             const std::string& file, const std::string& msg, const StageTimings* timings = nullptr) {
     if (!on_event_) return;
-    std::lock_guard<std::mutex> l(event_m_);
     PipelineEvent e;
     e.kind = k;
     e.clip = clip;
@@ -130,9 +141,54 @@ class Pipeline {
     e.file = file;
     e.message = msg;
     if (timings) e.timings = *timings;
-    e.frames_done = summary_.frames_done + summary_.frames_failed;
-    e.frames_total = summary_.frames_total;
+    emit(e);
+  }
+
+  void emit(PipelineEvent& e) {
+    if (!on_event_) return;
+    std::lock_guard<std::mutex> l(event_m_);
+    {
+      std::lock_guard<std::mutex> s(summary_m_);  // the writers change the counters under it
+      e.frames_done = summary_.frames_done + summary_.frames_failed;
+      e.frames_total = summary_.frames_total;
+    }
     on_event_(e);
+  }
+
+  /// Each clip's model: a blue backing goes to the blue-screen model when there is one
+  /// (loaded here, the first time a clip with frames to key needs it), else to the main
+  /// model with green and blue swapped around it.
+  void assign_models() {
+    for (auto& p : plan_.clips) {
+      const Screen backing = p.screen.screen == Screen::Blue ? Screen::Blue : Screen::Green;
+      EngineAccess::Impl* use = &impl_;
+      p.engine = 0;
+      if (backing == Screen::Blue && impl_.opt.model_screen != Screen::Blue && blue_source_ &&
+          !p.frames.empty()) {
+        if (!blue_impl_)
+          if (BaseEngine* b = blue_source_()) blue_impl_ = &EngineAccess::impl(*b);
+        if (blue_impl_) {
+          use = blue_impl_;
+          p.engine = 1;
+        }
+      }
+      p.model_size = use->S;
+      p.checkpoint = use->info.checkpoint;
+      p.swap_gb = backing != use->opt.model_screen;
+      if (p.engine == 1)
+        plan_.events.push_back({PipelineEvent::Kind::Warning, p.clip.name, "", p.clip.root,
+                                "blue backing: keyed with the blue-screen model " + p.checkpoint +
+                                    " (no channel swap)"});
+      else if (p.swap_gb)
+        plan_.events.push_back(
+            {PipelineEvent::Kind::Warning, p.clip.name, "", p.clip.root,
+             std::string(to_string(backing)) + " backing, " + to_string(use->opt.model_screen) +
+                 " model: green and blue are swapped before the model and after it" +
+                 (backing == Screen::Blue ? " (checkpoint_blue / --checkpoint-blue gives a "
+                                            "blue-screen model)"
+                                          : "")});
+      summary_.clip_models.push_back({p.clip.name, p.checkpoint, to_string(backing), p.swap_gb});
+    }
   }
 
   /// Image sequences frame by frame (any reader); a clip with a video is one task, decoded
@@ -217,9 +273,10 @@ class Pipeline {
       WriteItem w;
       try {
         const auto t = Clock::now();
-        auto x = impl_.device.is_cuda() ? it.x.pin_memory().to(impl_.device, /*non_blocking=*/true)
-                                        : it.x.to(impl_.device);
-        auto run = impl_.infer(x);
+        auto& model = plan_.clips[it.clip].engine == 1 ? *blue_impl_ : impl_;
+        auto x = model.device.is_cuda() ? it.x.pin_memory().to(model.device, /*non_blocking=*/true)
+                                        : it.x.to(model.device);
+        auto run = model.infer(x);
         for (const auto& w : run.warnings)
           emit(PipelineEvent::Kind::Warning, plan_.clips[it.clip].clip.name, it.stem, it.file, w);
         detail::check_finite_outputs(run, it.file);
@@ -266,6 +323,8 @@ class Pipeline {
   }
 
   EngineAccess::Impl& impl_;
+  BlueEngineSource blue_source_;
+  EngineAccess::Impl* blue_impl_ = nullptr;  // the blue-screen model, once a clip needs it
   const InferenceOptions& job_;
   std::function<void(const PipelineEvent&)> on_event_;
   FrameWriter writer_;
@@ -291,8 +350,15 @@ CORRIDORKEY_NAMESPACE_BEGIN
 
 JobSummary run_inference(BaseEngine& engine, const InferenceOptions& job,
                          const std::function<void(const PipelineEvent&)>& on_event) {
-  pipeline::Pipeline p(engine, job, on_event);
-  return p.run();
+  std::unique_ptr<BaseEngine> blue;  // checkpoint_blue, loaded for this call if a clip needs it
+  return pipeline::run_pipeline(engine, pipeline::lazy_blue_engine(engine.options(), blue), job,
+                                on_event);
+}
+
+JobSummary run_inference(BaseEngine& engine, BaseEngine* blue_engine, const InferenceOptions& job,
+                         const std::function<void(const PipelineEvent&)>& on_event) {
+  if (!blue_engine) return run_inference(engine, job, on_event);
+  return pipeline::run_pipeline(engine, [blue_engine] { return blue_engine; }, job, on_event);
 }
 
 JobSummary run_inference(const EngineOptions& engine_options, const InferenceOptions& job,
@@ -303,3 +369,40 @@ JobSummary run_inference(const EngineOptions& engine_options, const InferenceOpt
 }
 
 CORRIDORKEY_NAMESPACE_END
+
+namespace corridorkey::pipeline {
+
+EngineOptions blue_engine_options(const EngineOptions& main) {
+  auto o = main;
+  o.checkpoint = main.checkpoint_blue;
+  o.checkpoint_blue.clear();
+  o.random_weights_arch.clear();
+  o.model_screen = Screen::Blue;
+  return o;
+}
+
+BlueEngineSource lazy_blue_engine(const EngineOptions& main, std::unique_ptr<BaseEngine>& holder) {
+  if (main.checkpoint_blue.empty()) return [] { return static_cast<BaseEngine*>(nullptr); };
+  return [opts = blue_engine_options(main), &holder]() {
+    if (!holder) {
+      try {
+        holder = create_engine(opts);
+      } catch (const ModelError& e) {
+        throw ModelError(std::string("checkpoint_blue: ") + e.what());
+      } catch (const IoError& e) {
+        throw IoError(std::string("checkpoint_blue: ") + e.what());
+      } catch (const ConfigError& e) {
+        throw ConfigError(std::string("checkpoint_blue: ") + e.what());
+      }
+    }
+    return holder.get();
+  };
+}
+
+JobSummary run_pipeline(BaseEngine& engine, const BlueEngineSource& blue, const InferenceOptions& job,
+                        const std::function<void(const PipelineEvent&)>& on_event) {
+  Pipeline p(engine, blue, job, on_event);
+  return p.run();
+}
+
+}  // namespace corridorkey::pipeline

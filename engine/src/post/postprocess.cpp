@@ -76,17 +76,20 @@ Image despeckle(const Image& alpha, int min_area) {
   return out;
 }
 
-Image despill(const Image& fg, float strength) {
+Image despill(const Image& fg, float strength, int backing_channel) {
   Image out = fg;
   if (strength <= 0.f) return out;
+  // Green: the reference's formula. Blue: the same with green and blue exchanged, which is
+  // exactly what swapping the channels around the green despill computes.
+  const int k = backing_channel == 2 ? 2 : 1, o = 3 - k;  // the backing's, the other one
   const size_t n = static_cast<size_t>(fg.width) * fg.height;
   for (size_t i = 0; i < n; ++i) {
     float* p = out.pixels.data() + i * fg.channels;
-    const float r = p[0], g = p[1], b = p[2];
+    const float r = p[0], g = p[k], b = p[o];
     const float spill = std::max(g - (r + b) * 0.5f, 0.f);
     p[0] = r + strength * (spill * 0.5f);
-    p[1] = g + strength * (-spill);
-    p[2] = b + strength * (spill * 0.5f);
+    p[k] = g + strength * (-spill);
+    p[o] = b + strength * (spill * 0.5f);
   }
   return out;
 }
@@ -120,7 +123,7 @@ Image checker_comp(const Image& fg, const Image& alpha) {
 
 PostResult finish(const Image& alpha, const Image& fg, const PostOptions& o) {
   const Image clean = o.despeckle ? despeckle(alpha, o.despeckle_size) : alpha;
-  const Image spill_free = despill(fg, o.despill_strength);
+  const Image spill_free = despill(fg, o.despill_strength, o.blue_backing ? 2 : 1);
   return {premultiply_linear(spill_free, clean), checker_comp(spill_free, clean)};
 }
 

@@ -22,8 +22,9 @@ Image resize_lanczos(const Image& src, int width, int height);
 /// dilates them with a 51x51 ellipse, blurs the uint8 mask 11x11, returns alpha * mask/255.
 Image despeckle(const Image& alpha, int min_area);
 
-/// "average" despill on sRGB straight fg, blended by strength 0..1.
-Image despill(const Image& fg, float strength);
+/// "average" despill on sRGB straight fg, blended by strength 0..1, of the backing's
+/// channel (1 = green, the reference's; 2 = blue).
+Image despill(const Image& fg, float strength, int backing_channel = 1);
 
 /// [fg_lin * a, a]: linear premultiplied RGBA from sRGB straight fg and alpha.
 Image premultiply_linear(const Image& fg_srgb, const Image& alpha);
@@ -35,6 +36,8 @@ struct PostOptions {
   bool despeckle = true;
   int despeckle_size = 400;
   float despill_strength = 0.5f;
+  /// Despill the blue channel (a blue backing) instead of the green one.
+  bool blue_backing = false;
 };
 
 struct PostResult {

@@ -53,12 +53,30 @@ const EngineOptions& BaseEngine::options() const { return impl_->opt; }
 const EngineInfo& BaseEngine::info() const { return impl_->info; }
 
 FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint) {
+  return process_frame(plate, hint, impl_->opt.model_screen);
+}
+
+FrameResult BaseEngine::process_frame(const ImageView& plate_in, const ImageView& hint,
+                                      Screen screen) {
+  CK_CHECK(screen != Screen::Auto, ConfigError,
+           "process_frame: screen auto is decided per clip; pass green or blue (estimate_screen)");
   auto& I = *impl_;
+  // A plate on the other backing than the model's: green and blue swapped around the model.
+  const bool swap = screen != I.opt.model_screen;
+  CK_CHECK(plate_in.channels >= 3, IoError, "plate: expected at least 3 channels, got ",
+           plate_in.channels);
+  Image swapped;
+  if (swap)
+    detail::rethrow_torch("pre-processing", [&] {
+      auto t = detail::view_to_tensor(plate_in, 3, "plate").index_select(2, torch::tensor({0, 2, 1}))
+                   .contiguous();
+      swapped.width = plate_in.width, swapped.height = plate_in.height, swapped.channels = 3;
+      swapped.pixels.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+    });
+  const ImageView plate = swap ? swapped.view() : plate_in;
   FrameResult res;
   const auto t_all = Clock::now();
   detail::PeakMemoryScope mem(I.device);
-  CK_CHECK(plate.channels >= 3, IoError, "plate: expected at least 3 channels, got ",
-           plate.channels);
   auto t0 = Clock::now();
   const auto x = detail::rethrow_torch("pre-processing", [&] {
     auto p = detail::view_to_tensor(plate, 3, "plate");
@@ -82,10 +100,12 @@ FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& h
     res.alpha = post::resize_lanczos(a, plate.width, plate.height);
     res.fg = post::resize_lanczos(f, plate.width, plate.height);
   });
+  if (swap) swap_green_blue(res.fg);  // back to the plate's channel order
   post::PostOptions po;
   po.despeckle = I.opt.despeckle;
   po.despeckle_size = static_cast<int>(I.opt.despeckle_size);
   po.despill_strength = static_cast<float>(I.opt.despill_strength);
+  po.blue_backing = screen == Screen::Blue;  // despill acts on the backing's channel
   auto pr = post::finish(res.alpha, res.fg, po);
   res.processed = std::move(pr.processed);
   res.comp = std::move(pr.comp);
@@ -95,27 +115,6 @@ FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& h
   res.memory.encoder_peak = run_peaks[0];
   res.memory.decoders_peak = run_peaks[1];
   res.memory.refiner_peak = run_peaks[2];
-  return res;
-}
-
-FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint,
-                                      Screen screen) {
-  CK_CHECK(screen != Screen::Auto, ConfigError,
-           "process_frame: screen auto is decided per clip; pass green or blue (estimate_screen)");
-  if (screen == Screen::Green) return process_frame(plate, hint);
-  CK_CHECK(plate.channels >= 3, IoError, "plate: expected at least 3 channels, got ",
-           plate.channels);
-  Image swapped;
-  detail::rethrow_torch("pre-processing", [&] {
-    auto t = detail::view_to_tensor(plate, 3, "plate").index_select(2, torch::tensor({0, 2, 1}))
-                 .contiguous();
-    swapped.width = plate.width, swapped.height = plate.height, swapped.channels = 3;
-    swapped.pixels.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
-  });
-  auto res = process_frame(swapped.view(), hint);
-  swap_green_blue(res.fg);
-  swap_green_blue(res.processed);
-  swap_green_blue(res.comp);
   return res;
 }
 

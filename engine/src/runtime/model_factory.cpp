@@ -25,12 +25,14 @@ LoadedModel make_model(const ModelSource& src) {
     if (src.dtype != torch::kFloat) m.net->to(src.dtype);
     m.description = "random:" + src.random_arch;
   } else {
-    m.checkpoint = model::read_checkpoint(src.checkpoint);
+    model::ReadOptions ro;
+    ro.mmap = src.mmap;
+    m.checkpoint = model::read_checkpoint(src.checkpoint, ro);
     ++g_checkpoint_loads;
     m.net = model::GreenFormer(model::config_at(m.checkpoint, src.img_size));
     if (src.dtype != torch::kFloat) m.net->to(src.dtype);
-    model::load_weights(*m.net, m.checkpoint);  // copy_ converts to the parameters' dtype
-    m.description = src.checkpoint;
+    model::load_weights(*m.net, m.checkpoint);  // converts to the parameters' dtype when needed
+    m.description = m.checkpoint.path;  // the file chosen when src.checkpoint is a folder
   }
   m.net->eval();
   return m;
@@ -46,12 +48,14 @@ BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, 
   BuiltRunner b;
   auto loaded = make_model({opt.checkpoint, opt.img_size, opt.random_weights_arch,
                             opt.random_weights_seed,
-                            device.is_cpu() ? weight_dtype_for(opt, device) : torch::kFloat});
+                            device.is_cpu() ? weight_dtype_for(opt, device) : torch::kFloat,
+                            opt.mmap});
   auto net = loaded.net;
   const auto& ck = loaded.checkpoint;
   b.description = loaded.description;
+  if (!ck.chosen_note.empty()) note(ck.chosen_note);
   if (const auto ignored = ck.ignored_summary(); !ignored.empty())  // one line per load
-    note(opt.checkpoint + ": " + ignored);
+    note(ck.path + ": " + ignored);
   b.img_size = net->config().img_size;
   b.arch = net->config().arch;
   for (const auto& p : net->parameters()) b.parameters += p.numel();
@@ -62,7 +66,7 @@ BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, 
     ro.high = opt.edge_threshold_high;
     ro.min_edge_tokens = opt.min_edge_tokens;
     router = model::TokenRouter(net->config().encoder, b.img_size, ro);
-    if (router->load(ck.tensors, opt.checkpoint) == 0)
+    if (router->load(ck.tensors, ck.path) == 0)
       note("token_routing: no ltrm_stage* weights in the checkpoint, so the LTRMs are the "
            "identity: easy tokens skip the routed blocks (faster, less accurate until fine-tuned)");
   }

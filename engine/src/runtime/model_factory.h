@@ -14,7 +14,7 @@
 namespace corridorkey::detail {
 
 struct ModelSource {
-  std::string checkpoint;   // a file; empty -> random weights of random_arch
+  std::string checkpoint;   // a file or folder; empty -> random weights of random_arch
   int64_t img_size = 0;     // 0 = the checkpoint's own (random weights: 512)
   std::string random_arch;  // "hiera_base_plus" | "small" | "tiny"
   uint64_t seed = 0;
@@ -22,6 +22,8 @@ struct ModelSource {
   /// in, so a bf16 engine never holds a float32 copy of the model beside the file's tensors
   /// (peak memory at load: file + bf16 model, not file + fp32 model + bf16 model).
   torch::ScalarType dtype = torch::kFloat;
+  /// safetensors: map the file (EngineOptions::mmap) or read it.
+  bool mmap = true;
 };
 
 struct LoadedModel {

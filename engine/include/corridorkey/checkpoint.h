@@ -1,0 +1,55 @@
+// Checkpoint files as files: converting any loadable checkpoint to safetensors, and timing
+// how each format loads. Reading checkpoints for keying is the engine's job (engine.h);
+// nothing here runs code from a file.
+#pragma once
+
+#include <corridorkey/export.h>
+#include <corridorkey/version.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+struct ConvertReport {
+  std::string input;         // the file read (the one chosen when the input is a folder)
+  std::string input_format;  // "torch.save" | "torchscript" | "safetensors"
+  std::string output, arch;
+  int64_t img_size = 0;      // the checkpoint's own model size (pos_embed grid)
+  int64_t tensors = 0;
+  uint64_t bytes = 0;        // tensor data written
+  std::vector<std::string> ignored;  // entries of the input that are not weights (optimizer, ...)
+};
+
+/// Reads `input` (.pth zip or legacy, TorchScript archive as data, safetensors; a file or a
+/// folder as --checkpoint takes), checks that it loads into its GreenFormer, and writes it
+/// to `output` as safetensors: every weight in its stored dtype under its key ("_orig_mod."
+/// removed, num_batches_tracked dropped), the architecture as JSON under the __metadata__
+/// key "corridorkey_config". The file is written to a temporary name and renamed, then
+/// read back and compared tensor by tensor (bit-identical, or IoError). ConfigError when
+/// `output` is the input itself or a folder; IoError / ModelError naming the file otherwise.
+CORRIDORKEY_API ConvertReport convert_checkpoint(const std::string& input, const std::string& output);
+
+struct LoadBenchOptions {
+  std::vector<std::string> checkpoints;  // files or folders, timed interleaved
+  std::string profile = "original";      // the engine built for the whole-load rows
+  int repeats = 5;
+  bool mmap = true;                      // safetensors access
+};
+
+struct LoadBenchRow {
+  std::string checkpoint, format;
+  uint64_t file_bytes = 0;
+  /// Medians over the repeats: file -> tensors by key (no model, no self-tests), and the
+  /// whole engine construction (read, build, weights in, start-up self-tests).
+  double parse_ms = 0, engine_ms = 0;
+  /// Largest peak-RSS growth over the process's resident set before the engine load.
+  uint64_t engine_rss_growth = 0;
+};
+
+/// Loads each checkpoint `repeats` times in turn (A B A B ...) in this process, resetting
+/// the kernel's peak-RSS mark (/proc/self/clear_refs) before each engine load.
+CORRIDORKEY_API std::vector<LoadBenchRow> run_load_bench(const LoadBenchOptions& options);
+
+CORRIDORKEY_NAMESPACE_END
