@@ -340,3 +340,28 @@ TEST_CASE("write_file refuses what it cannot write and leaves nothing behind", "
   CHECK(files == 1);
   fs::remove_all(dir);
 }
+
+TEST_CASE("NaN and Inf weights are refused in every float dtype, wherever they sit", "[model]") {
+  for (const char* file : {"tiny128.safetensors", "tiny128_fp16.safetensors", "tiny128_bf16.safetensors"})
+    for (double bad : {std::nan(""), double(INFINITY), -double(INFINITY)})
+      for (bool last : {false, true}) {
+        INFO(file << " " << bad << (last ? " last element" : " first element"));
+        auto ck = model::read_checkpoint(ck_test::fixture(file), {/*mmap=*/false});
+        // The file's own tensor, edited in its read buffer: what the loader sees.
+        auto w = *ck.find("refiner.stem.0.weight");
+        auto flat = w.view(-1);
+        flat[last ? flat.numel() - 1 : 0] = bad;
+        model::GreenFormer net(model::config_at(ck, 0));
+        CHECK_THROWS_WITH(model::load_weights(*net, ck),
+                          Contains("refiner.stem.0.weight") && Contains("NaN or Inf"));
+      }
+  // float8 weights load (converted once), and their NaN is caught too.
+  auto ck = model::read_checkpoint(ck_test::fixture("tiny128.safetensors"), {false});
+  model::GreenFormer net(model::config_at(ck, 0));
+  for (auto& [k, t] : ck.tensors)
+    if (k == "refiner.final.weight") t = t.to(torch::kFloat8_e4m3fn);
+  CHECK_NOTHROW(model::load_weights(*net, ck));
+  for (auto& [k, t] : ck.tensors)
+    if (k == "refiner.final.weight") t.view(-1)[3] = std::nan("");
+  CHECK_THROWS_WITH(model::load_weights(*net, ck), Contains("refiner.final.weight"));
+}
