@@ -373,6 +373,33 @@ TEST_CASE("ProRes 4444 FG carries the matte as alpha; without ffmpeg, H.264 thro
   fs::remove_all(root);
 }
 
+TEST_CASE("a CORRIDORKEY_FFMPEG that names nothing is an error naming it; refused runs leave no Output/",
+          "[pipeline]") {
+  const auto root = ck_test::temp_dir("video_env");
+  const auto clip = devtools::write_synthetic_clip(root / "env", spec(1));
+  auto job = job_for(clip);
+  job.video_out.auto_ = false;
+  job.video_out.comp = true;
+  {
+    // Before: ignored silently (H.264 fell back to OpenCV; ProRes said "none found on PATH").
+    FfmpegEnv bad("/nonexistent/ffmpeg");
+    for (auto codec : {VideoCodec::H264, VideoCodec::ProRes}) {
+      job.video_codec = codec;
+      CHECK_THROWS_AS(run_inference(engine_opts(), job), ConfigError);
+      CHECK_THROWS_WITH(run_inference(engine_opts(), job),
+                        Contains("CORRIDORKEY_FFMPEG=/nonexistent/ffmpeg: not an executable file"));
+    }
+  }
+  {
+    FfmpegEnv none("none");
+    job.video_codec = VideoCodec::ProRes;
+    CHECK_THROWS_WITH(run_inference(engine_opts(), job), Contains("CORRIDORKEY_FFMPEG=none"));
+  }
+  // The pre-checks run before any output folder is made (before: empty FG/, Matte/, ...).
+  CHECK_FALSE(fs::exists(clip / "Output"));
+  fs::remove_all(root);
+}
+
 TEST_CASE("NTSC frame rates are encoded as exact rationals", "[pipeline]") {
   const auto ffmpeg = io::find_ffmpeg();
   if (ffmpeg.empty()) {

@@ -1,5 +1,7 @@
 #include "io/image_header.h"
 
+#include "io/header_probes.h"
+
 #include <corridorkey/errors.h>
 
 #include <ImfChannelList.h>
@@ -152,6 +154,9 @@ std::optional<ImageSize> probe_image_size(const std::string& path) {
     if (magic[0] == 0xFF && magic[1] == 0xD8) return jpeg(f);
     if ((magic[0] == 'I' && magic[1] == 'I') || (magic[0] == 'M' && magic[1] == 'M')) return tiff(f);
     if (magic[0] == 'B' && magic[1] == 'M') return bmp(f);
+    if (auto more = detail::probe_more_formats(f)) return more;  // WebP, PNM, HDR, ...
+    f.clear();
+    f.seekg(0);
     if (magic[0] == 0x76 && magic[1] == 0x2f && magic[2] == 0x31 && magic[3] == 0x01) {  // EXR
       f.close();
       const auto h = exr_header(path);
