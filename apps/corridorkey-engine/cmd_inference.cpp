@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "event_stream.h"
 #include "option_args.h"
 
 #include <corridorkey/errors.h>
@@ -59,6 +60,8 @@ void add_inference(CLI::App& app, int& exit_code) {
   cmd->add_flag("--quiet", *quiet, "no progress bar or summary");
 
   cmd->callback([=, &exit_code] {
+    EventStream events;
+    try {  // a run that fails outright still ends the --json stream with an event
     const auto eo = args->engine();
     auto job = std::make_shared<InferenceOptions>(args->inference(*paths));
     job->cancel = &g_cancel;
@@ -69,7 +72,7 @@ void add_inference(CLI::App& app, int& exit_code) {
     const auto t0 = std::chrono::steady_clock::now();
     auto on_event = [&](const PipelineEvent& e) {
       if (*json) {
-        std::cout << event_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+        events.line(event_json(e));
         return;
       }
       if (e.kind == PipelineEvent::Kind::Warning || e.kind == PipelineEvent::Kind::FrameFailed ||
@@ -99,7 +102,7 @@ void add_inference(CLI::App& app, int& exit_code) {
                        {"device", sum.engine.device}, {"checkpoint", sum.engine.checkpoint},
                        {"infer_wait_ms", sum.infer_wait_ms},
                        {"stage_ms", stage_json(sum.stage_sums)}};
-      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+      events.line(j);
     } else if (!*quiet) {
       const double n = std::max(1, sum.frames_done);
       const auto& t = sum.stage_sums;
@@ -122,6 +125,10 @@ void add_inference(CLI::App& app, int& exit_code) {
                 : sum.frames_failed == 0 && sum.videos_failed == 0 ? kOk
                 : job->on_error == OnError::Skip ? kPartial
                                                  : kInput;
+    } catch (const std::exception& e) {
+      if (*json) events.line(error_event(e));
+      throw;  // main() prints it and picks the exit code
+    }
   });
 }
 
