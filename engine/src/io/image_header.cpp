@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -137,6 +138,8 @@ std::optional<ExrHeader> exr_header(const std::string& path) {
 }
 
 bool has_exr_magic(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;  // never open a FIFO
   std::ifstream f(path, std::ios::binary);
   std::array<unsigned char, 4> m{};
   return f.read(reinterpret_cast<char*>(m.data()), m.size()) && m[0] == 0x76 && m[1] == 0x2f &&
@@ -145,6 +148,10 @@ bool has_exr_magic(const std::string& path) {
 }  // namespace
 
 std::optional<ImageSize> probe_image_size(const std::string& path) {
+  // Only regular files: opening a FIFO named frame_0002.png would block until a writer
+  // comes (the shape check probes plates before they are read).
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   try {
     std::ifstream f(path, std::ios::binary);
     std::array<unsigned char, 4> magic{};
