@@ -400,6 +400,30 @@ TEST_CASE("a CORRIDORKEY_FFMPEG that names nothing is an error naming it; refuse
   fs::remove_all(root);
 }
 
+TEST_CASE("a clip whose sampled plates disagree on the backing is warned about", "[pipeline]") {
+  // First and last plate green, the middle one blue: the per-clip estimate says green, and
+  // the blue frame would get a hint keyed against green. Before: no word of it.
+  const auto root = ck_test::temp_dir("mixed_backing");
+  const auto clip = devtools::write_synthetic_clip(root / "mixed", spec(3, "green", false));
+  auto job = job_for(clip);
+  job.frames = "1-1";  // the estimate samples the same plates whatever --frames selects
+  auto disagreement = [&] {
+    std::vector<std::string> found;
+    run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::Warning && e.message.find("disagree") != std::string::npos)
+        found.push_back(e.message);
+    });
+    return found;
+  };
+  CHECK(disagreement().empty());  // all green: no warning
+  const auto blue = devtools::synthetic_plate(spec(3, "blue", false), 1);
+  io::write_exr((clip / "Input" / "plate_0002.exr").string(), blue, "RGB", io::ExrCompression::Zip);
+  const auto w = disagreement();
+  REQUIRE(w.size() == 1);
+  CHECK_THAT(w[0], Contains("keyed as green") && Contains("plate_0002.exr (blue)"));
+  fs::remove_all(root);
+}
+
 TEST_CASE("NTSC frame rates are encoded as exact rationals", "[pipeline]") {
   const auto ffmpeg = io::find_ffmpeg();
   if (ffmpeg.empty()) {

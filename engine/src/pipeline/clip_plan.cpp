@@ -242,6 +242,43 @@ FrameOutputs outputs_for(const ClipPlan& p, const InferenceOptions& job, const s
 
 namespace {
 
+/// The backing is estimated once per clip, from its first, middle and last plate together.
+/// When those plates disagree on their own (green, then blue), frames of the other backing
+/// get a hint keyed against the wrong colour: warn, naming them. A plate that cannot be read
+/// is left out (its frame fails on its own).
+void check_backing_agreement(const ClipPlan& p, const InferenceOptions& job, int n, Plan& plan) {
+  const auto& c = p.clip;
+  if (!p.generate_hint || c.input.is_video() || n < 2) return;
+  std::vector<int> idx = {0, n / 2, n - 1};
+  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+  const char* keyed = p.screen.screen == Screen::Blue ? "blue" : "green";
+  std::vector<std::string> odd;
+  for (int i : idx) {
+    const auto& file = c.input.frames[static_cast<size_t>(i)];
+    Image im;
+    try {
+      im = io::read_image(file, job.max_pixels);
+    } catch (const IoError&) {
+      continue;
+    }
+    if (im.channels < 3) continue;
+    if (p.linear)
+      for (auto& x : im.pixels) x = post::linear_to_srgb(std::max(x, 0.f));
+    std::string own;
+    try {
+      own = estimate_screen({im.view()}, Screen::Auto, file).screen == Screen::Blue ? "blue" : "green";
+    } catch (const IoError&) {
+      own = "no backing found";
+    }
+    if (own != keyed) odd.push_back(fs::path(file).filename().string() + " (" + own + ")");
+  }
+  if (!odd.empty())
+    plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root,
+                           c.root + ": the sampled plates disagree on the backing: the clip is keyed "
+                           "as " + keyed + ", but " + name_list(odd) + "; frames with another "
+                           "backing get wrong hints (split the clip, or give it AlphaHint/)"});
+}
+
 /// The ffmpeg binary is needed for ProRes; a CORRIDORKEY_FFMPEG naming no program is an
 /// error whatever the codec (find_ffmpeg throws). Checked before any folder is created.
 void check_video_encoder(const Plan& plan, const InferenceOptions& job) {
@@ -327,6 +364,7 @@ Plan plan_job(const InferenceOptions& job) {
                              "(or --color auto) if they are scene-linear"});
     p.out = output_folder(c, job);
     resolve_hints(p, job, n, plan);
+    check_backing_agreement(p, job, n, plan);
     resolve_videos(p, job, plan);
     for (int i = 0; i < n; ++i)
       p.stems.push_back(c.input.is_video() ? zero_pad(i, 5)
