@@ -22,9 +22,10 @@ FRAME_EXT = (".png", ".jpg", ".tif", ".exr", ".webp", ".ppm")
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 base = os.path.join(work, "base")
-subprocess.run([make_clip, base, "--frames", "1", "--size", "96x54", "--plate", "png", "--hint", "none"],
+subprocess.run([make_clip, base, "--frames", "1", "--size", "96x54", "--plate", "png", "--hint", "png"],
                check=True)
 plate = os.path.join(base, "Input", os.listdir(os.path.join(base, "Input"))[0])
+hint = os.path.join(base, "AlphaHint", os.listdir(os.path.join(base, "AlphaHint"))[0])
 
 
 def fail(msg):
@@ -81,6 +82,10 @@ def build_clip(rng, clip):
             unreachable.append(p)
         elif kind == "video":
             open(os.path.join(inp, n + ".mov"), "w").write("movie")
+    if rng.random() < 0.5:  # hint files (one per frame entry), else generated hints
+        os.makedirs(os.path.join(clip, "AlphaHint"))
+        for i in range(len(good) + len(bad)):
+            shutil.copy(hint, os.path.join(clip, "AlphaHint", "h%d.png" % i))
     return good, bad, unreachable
 
 
@@ -116,6 +121,7 @@ for t in range(trees):
         err = [e for e in events if e["event"] == "error"]
         if not err or root not in err[-1]["message"]:
             fail("%s: exit 3 without an error event naming a path: %s" % (where, text[-800:]))
+        print("%s: refused, exit 3: %s" % (where, err[-1]["message"]))
         continue
     summary = [e for e in events if e["event"] == "summary"][-1]
     warnings = [e["message"] for e in events if e["event"] == "warning"]
