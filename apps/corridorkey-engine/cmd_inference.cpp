@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "event_stream.h"
 #include "option_args.h"
 
 #include <corridorkey/errors.h>
@@ -61,6 +62,8 @@ void add_inference(CLI::App& app, int& exit_code) {
   cmd->add_flag("--quiet", *quiet, "no progress bar or summary");
 
   cmd->callback([=, &exit_code] {
+    EventStream events;
+    try {  // a run that fails outright still ends the --json stream with an event
     const auto eo = args->engine();
     auto job = std::make_shared<InferenceOptions>(args->inference(*paths));
     job->cancel = &g_cancel;
@@ -71,7 +74,7 @@ void add_inference(CLI::App& app, int& exit_code) {
     const auto t0 = std::chrono::steady_clock::now();
     auto on_event = [&](const PipelineEvent& e) {
       if (*json) {
-        std::cout << event_json(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+        events.line(event_json(e));
         return;
       }
       if (e.kind == PipelineEvent::Kind::Warning || e.kind == PipelineEvent::Kind::FrameFailed ||
@@ -105,7 +108,7 @@ void add_inference(CLI::App& app, int& exit_code) {
       for (const auto& m : sum.clip_models)
         j["clip_models"].push_back({{"clip", m.clip}, {"checkpoint", m.checkpoint},
                                     {"screen", m.screen}, {"swapped", m.swapped}});
-      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+      events.line(j);
     } else if (!*quiet) {
       const double n = std::max(1, sum.frames_done);
       const auto& t = sum.stage_sums;
@@ -132,6 +135,10 @@ void add_inference(CLI::App& app, int& exit_code) {
                 : sum.frames_failed == 0 && sum.videos_failed == 0 ? kOk
                 : job->on_error == OnError::Skip ? kPartial
                                                  : kInput;
+    } catch (const std::exception& e) {
+      if (*json) events.line(error_event(e));
+      throw;  // main() prints it and picks the exit code
+    }
   });
 }
 

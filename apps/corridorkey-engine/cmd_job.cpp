@@ -1,4 +1,6 @@
 #include "commands.h"
+#include "event_stream.h"
+#include "export_file.h"
 
 #include <corridorkey/errors.h>
 #include <corridorkey/job.h>
@@ -59,6 +61,7 @@ void add_job(CLI::App& app, int& exit_code) {
   validate->callback([file, &exit_code] {
     const auto j = load_job(*file);
     const auto frames = job_frames(j);
+    for (const auto& w : frames.skipped) std::fprintf(stderr, "warning: %s\n", w.c_str());
     std::printf("%s: ok: job '%s', %zu clip(s), %d frames, %zu chunk(s) of <= %d frames\n",
                 file->c_str(), j.name.c_str(), frames.clip_names.size(), frames.total(),
                 plan_chunks(frames, 0, j.chunk_size).size(), j.chunk_size);
@@ -71,7 +74,9 @@ void add_job(CLI::App& app, int& exit_code) {
   plan->add_option("--chunks", *chunks_n, "split into N chunks (default: by chunk_size)");
   plan->callback([file, chunks_n, &exit_code] {
     const auto j = load_job(*file);
-    print_chunks(plan_chunks(job_frames(j), *chunks_n, j.chunk_size), j);
+    const auto jf = job_frames(j);
+    for (const auto& w : jf.skipped) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    print_chunks(plan_chunks(jf, *chunks_n, j.chunk_size), j);
     exit_code = kOk;
   });
 
@@ -92,6 +97,7 @@ void add_job(CLI::App& app, int& exit_code) {
     if (!frames->empty())
       for (auto& c : j.clips) c.frames = *frames;
     auto jf = job_frames(j);
+    for (const auto& w : jf.skipped) std::fprintf(stderr, "warning: %s\n", w.c_str());
     if (!clip->empty()) {
       for (size_t i = 0; i < jf.clip_names.size(); ++i)
         if (jf.clip_names[i] != *clip) jf.frames[i].clear();
@@ -104,20 +110,23 @@ void add_job(CLI::App& app, int& exit_code) {
     } else {
       const auto [i, n] = parse_chunk(*chunk);
       const auto all = plan_chunks(jf, n, j.chunk_size);
-      CK_CHECK(i <= static_cast<int>(all.size()), ConfigError, "--chunk ", *chunk, ": the job has only ",
+      // Fewer frames than N gives fewer chunks: running chunk I of those would key other
+      // frames than the scheduler's task I/N expects (1/3 of a 2-frame job was run as 1/2).
+      CK_CHECK(n == static_cast<int>(all.size()), ConfigError, "--chunk ", *chunk, ": the job has only ",
                all.size(), " frames, so only ", all.size(), " chunks");
       todo = all[static_cast<size_t>(i - 1)];
     }
     j.inference.cancel = &g_job_cancel;
     std::signal(SIGINT, on_job_signal);
     std::signal(SIGTERM, on_job_signal);
+    EventStream events;  // lossless names; a closed stdout stops the events, not the chunk
     const auto s = run_chunk(j, todo, [&](const PipelineEvent& e) {
       if (*json) {
         nlohmann::json ev{{"event", to_string(e.kind)}, {"clip", e.clip}, {"frame", e.frame},
                           {"message", e.message}};
         if (!e.checkpoint.empty()) ev["checkpoint"] = e.checkpoint;
         if (!e.screen.empty()) ev["screen"] = e.screen;
-        std::cout << ev.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+        events.line(ev);
       } else if (e.kind == PipelineEvent::Kind::FrameFailed || e.kind == PipelineEvent::Kind::Warning ||
                  e.kind == PipelineEvent::Kind::VideoFailed || e.kind == PipelineEvent::Kind::VideoWritten) {
         std::fprintf(stderr, "%s: %s\n", to_string(e.kind), e.message.c_str());
@@ -157,15 +166,7 @@ void add_job(CLI::App& app, int& exit_code) {
     } else {
       throw ConfigError("--to: invalid value '" + *to + "' (expected openjd or slurm)");
     }
-    if (out->empty()) {
-      std::cout << text;
-    } else {
-      std::ofstream f(*out);
-      CK_CHECK(f.good(), IoError, *out, ": cannot be written");
-      f << text;
-      CK_CHECK(f.good(), IoError, *out, ": write failed");
-      if (*to == "slurm") std::filesystem::permissions(*out, std::filesystem::perms::owner_exec, std::filesystem::perm_options::add);
-    }
+    write_export(*out, text, /*executable=*/*to == "slurm", j.file);
     exit_code = kOk;
   });
 }

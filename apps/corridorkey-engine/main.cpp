@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) must fail the write with EFBIG, which names the file and
   // exits 3 with the partial file removed, not kill the process silently (SIGXFSZ, rc 153).
   std::signal(SIGXFSZ, SIG_IGN);
+  // A closed stdout (`--json | head -1`) must stop the events, not kill the keying with 141:
+  // the write fails with EPIPE instead, and event_stream.cpp reports it once.
+  std::signal(SIGPIPE, SIG_IGN);
   int exit_code = cli::kOk;
   cli::add_info(app, exit_code);
   cli::add_verify(app, exit_code);

@@ -31,6 +31,9 @@ basic)
   "$cli" job run "$work/job.yaml" --chunk 2/3 2> "$work/rerun.txt" || fail "rerun"
   grep -q "0 keyed, 3 already done" "$work/rerun.txt" || { cat "$work/rerun.txt"; fail "rerun not idempotent"; }
   "$cli" job run "$work/job.yaml" --chunk 4/3; [ $? -eq 2 ] || fail "bad --chunk not a usage error"
+  # 8 frames make at most 8 chunks: task 1/9 is not chunk 1/8 (which it was run as, exit 0)
+  "$cli" job run "$work/job.yaml" --chunk 1/9 2> "$work/chunk9.txt"; rc=$?
+  [ $rc -eq 2 ] && grep -q "only 8 chunks" "$work/chunk9.txt" || fail "--chunk 1/9 of 8 frames gave $rc: $(cat "$work/chunk9.txt")"
   # Generated scripts quote every path: run the Slurm script with a stand-in CLI that
   # prints its arguments, for a job file under a hostile folder name.
   odd="$work/q'uote \$(touch pwned) \`touch pwned2\` sp ace"$'\n'"nl"

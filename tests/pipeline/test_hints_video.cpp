@@ -373,6 +373,57 @@ TEST_CASE("ProRes 4444 FG carries the matte as alpha; without ffmpeg, H.264 thro
   fs::remove_all(root);
 }
 
+TEST_CASE("a CORRIDORKEY_FFMPEG that names nothing is an error naming it; refused runs leave no Output/",
+          "[pipeline]") {
+  const auto root = ck_test::temp_dir("video_env");
+  const auto clip = devtools::write_synthetic_clip(root / "env", spec(1));
+  auto job = job_for(clip);
+  job.video_out.auto_ = false;
+  job.video_out.comp = true;
+  {
+    // Before: ignored silently (H.264 fell back to OpenCV; ProRes said "none found on PATH").
+    FfmpegEnv bad("/nonexistent/ffmpeg");
+    for (auto codec : {VideoCodec::H264, VideoCodec::ProRes}) {
+      job.video_codec = codec;
+      CHECK_THROWS_AS(run_inference(engine_opts(), job), ConfigError);
+      CHECK_THROWS_WITH(run_inference(engine_opts(), job),
+                        Contains("CORRIDORKEY_FFMPEG=/nonexistent/ffmpeg: not an executable file"));
+    }
+  }
+  {
+    FfmpegEnv none("none");
+    job.video_codec = VideoCodec::ProRes;
+    CHECK_THROWS_WITH(run_inference(engine_opts(), job), Contains("CORRIDORKEY_FFMPEG=none"));
+  }
+  // The pre-checks run before any output folder is made (before: empty FG/, Matte/, ...).
+  CHECK_FALSE(fs::exists(clip / "Output"));
+  fs::remove_all(root);
+}
+
+TEST_CASE("a clip whose sampled plates disagree on the backing is warned about", "[pipeline]") {
+  // First and last plate green, the middle one blue: the per-clip estimate says green, and
+  // the blue frame would get a hint keyed against green. Before: no word of it.
+  const auto root = ck_test::temp_dir("mixed_backing");
+  const auto clip = devtools::write_synthetic_clip(root / "mixed", spec(3, "green", false));
+  auto job = job_for(clip);
+  job.frames = "1-1";  // the estimate samples the same plates whatever --frames selects
+  auto disagreement = [&] {
+    std::vector<std::string> found;
+    run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::Warning && e.message.find("disagree") != std::string::npos)
+        found.push_back(e.message);
+    });
+    return found;
+  };
+  CHECK(disagreement().empty());  // all green: no warning
+  const auto blue = devtools::synthetic_plate(spec(3, "blue", false), 1);
+  io::write_exr((clip / "Input" / "plate_0002.exr").string(), blue, "RGB", io::ExrCompression::Zip);
+  const auto w = disagreement();
+  REQUIRE(w.size() == 1);
+  CHECK_THAT(w[0], Contains("keyed as green") && Contains("plate_0002.exr (blue)"));
+  fs::remove_all(root);
+}
+
 TEST_CASE("NTSC frame rates are encoded as exact rationals", "[pipeline]") {
   const auto ffmpeg = io::find_ffmpeg();
   if (ffmpeg.empty()) {

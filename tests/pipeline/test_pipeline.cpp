@@ -19,10 +19,15 @@
 #include <opencv2/imgproc.hpp>
 #include <opencv2/videoio.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,7 +76,7 @@ std::vector<std::string> channel_names(const std::string& exr) {
 size_t temp_files(const fs::path& dir) {
   size_t n = 0;
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.path().filename().string().find(".tmp") != std::string::npos) ++n;
+    if (e.path().filename().string().find(".ck-tmp") != std::string::npos) ++n;
   return n;
 }
 
@@ -232,6 +237,24 @@ TEST_CASE("bad inputs: clear errors, nothing partial", "[pipeline]") {
     for (float v : io::read_image((clip / "Output" / "Matte" / "plate_0001.exr").string()).pixels)
       REQUIRE(std::isfinite(v));
   }
+  SECTION("NaN pixels in a hint are reported naming the hint file, not the plate") {
+    const auto clip = make_clip(root, "nh", 1);
+    Image hint = io::read_image((clip / "AlphaHint" / "hint_0001.png").string());
+    hint.pixels[7] = std::nanf("");
+    const auto exr = clip / "AlphaHint" / "hint_0001.exr";
+    io::write_exr(exr.string(), hint, std::string(static_cast<size_t>(hint.channels), 'Y'),
+                  io::ExrCompression::Zip);
+    fs::remove(clip / "AlphaHint" / "hint_0001.png");
+    job.paths = {clip.string()};
+    job.color = ColorSpace::Linear;
+    std::vector<std::string> warnings;
+    const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::Warning) warnings.push_back(e.message);
+    });
+    CHECK(s.frames_done == 1);
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Contains(exr.string() + ": 1 NaN/Inf samples in the hint"));
+  }
   SECTION("plate and hint of different aspect") {
     const auto clip = make_clip(root, "a", 1);
     write_hint_png16((clip / "AlphaHint" / "hint_0001.png").string(), 100, 100, 0);
@@ -241,6 +264,23 @@ TEST_CASE("bad inputs: clear errors, nothing partial", "[pipeline]") {
       if (e.kind == PipelineEvent::Kind::FrameFailed) err = e.message;
     });
     CHECK_THAT(err, Contains("different aspect"));
+  }
+  SECTION("a plate whose header declares another shape than its hint is refused before decoding") {
+    // 29 bytes of PNG header declaring 16000 x 16000 (under --max-pixels): decoding it would
+    // take tens of seconds and gigabytes, then fail; the shapes are told from the headers.
+    const auto clip = make_clip(root, "hdr", 1);
+    const unsigned char ihdr[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+                                  0x00, 0x00, 0x3E, 0x80, 0x00, 0x00, 0x3E, 0x80, 8, 2, 0, 0, 0};
+    fs::remove(clip / "Input" / "plate_0001.exr");
+    std::ofstream(clip / "Input" / "plate_0001.png", std::ios::binary)
+        .write(reinterpret_cast<const char*>(ihdr), sizeof ihdr);
+    job.paths = {clip.string()};
+    std::string err;
+    run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::FrameFailed) err = e.message;
+    });
+    CHECK_THAT(err, Contains("plate_0001.png") && Contains("16000x16000") && Contains("320x180") &&
+                        Contains("before decoding"));
   }
   SECTION("no clips") {
     job.paths = {root.string()};
@@ -402,7 +442,8 @@ TEST_CASE("--skip-existing decodes outputs fully: a truncated EXR is keyed again
   fs::remove_all(root);
 }
 
-TEST_CASE("temporary files of killed runs are removed, a live process's are kept", "[pipeline]") {
+TEST_CASE("earlier versions' temporary files of killed runs are removed, a live process's are kept",
+          "[pipeline]") {
   const auto root = ck_test::temp_dir("stale_tmp");
   const auto clip = make_clip(root, "k", 1);
   const auto fg = clip / "Output" / "FG";
@@ -412,8 +453,8 @@ TEST_CASE("temporary files of killed runs are removed, a live process's are kept
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
   ::waitpid(child, nullptr, 0);
-  const auto own = fs::path(io::temp_path_for((fg / "x.exr").string())).filename().string();
-  const auto host_part = own.substr(0, own.find('.', std::string(".ck-tmp.").size()) + 1);
+  // Names without a lock (.ck-tmp.<host>.<pid>.<n>), as earlier versions wrote them: by pid.
+  const auto host_part = ".ck-tmp." + io::temp_host_tag() + ".";
   const auto dead = fg / (host_part + std::to_string(child) + ".7");
   const auto live = fg / (host_part + std::to_string(::getppid()) + ".7");
   const auto other_host = fg / ".ck-tmp.some-other-host.12345.0";
@@ -427,6 +468,88 @@ TEST_CASE("temporary files of killed runs are removed, a live process's are kept
   CHECK(fs::exists(other_host));
   CHECK(std::any_of(warnings.begin(), warnings.end(),
                     [](const std::string& w) { return w.find("left by a killed run") != std::string::npos; }));
+  fs::remove_all(root);
+}
+
+TEST_CASE("temporary file names are recognised strictly; others are left alone", "[pipeline]") {
+  // What this engine writes (.ck-tmp-l.<host>.<pid>.<n>, videos with the container's
+  // extension, ffmpeg's log) and earlier versions wrote (.ck-tmp.<host>.<pid>.<n>) parses.
+  const auto dir = ck_test::temp_dir("tmp_own");
+  std::vector<std::string> own;
+  for (const char* suffix : {"", ".mp4", ".mov", ".log"}) {
+    io::TempFile t((dir / "y.exr").string(), suffix);
+    own.push_back(fs::path(t.path()).filename().string());
+  }
+  CHECK(fs::is_empty(dir));  // each removed when not committed
+  fs::remove_all(dir);
+  for (const auto& n : own) {
+    INFO(n);
+    REQUIRE(io::parse_temp_name(n).has_value());
+    CHECK(io::parse_temp_name(n)->locked);
+    CHECK(io::parse_temp_name(n)->pid == ::getpid());
+  }
+  for (const char* n : {".ck-tmp.render-07.4242.0", ".ck-tmp.h.1.12", ".ck-tmp.h.1.12.mp4"}) {
+    INFO(n);
+    REQUIRE(io::parse_temp_name(n).has_value());
+    CHECK_FALSE(io::parse_temp_name(n)->locked);
+  }
+  CHECK(io::parse_temp_name(".ck-tmp.render-07.4242.0")->pid == 4242);
+  // Near misses: never parsed (before, "abc" as a pid made every later run fail with stol).
+  for (const char* n : {".ck-tmp.vm.abc.0", ".ck-tmp.vm.12.x", ".ck-tmp.vm.1.2.3.4", ".ck-tmp..1.2",
+                        ".ck-tmp.vm.1234567890.0", ".ck-tmp.vm.-1.0", ".ck-tmp.vm.1.", ".ck-tmp.vm.1.2.",
+                        ".ck-tmp.h_st.1.2", ".ck-tmp.vm.1.2.toolongext", ".ck-tmpX.vm.1.2", "plate.exr",
+                        ".ck-tmp-l.vm.abc.0", ".ck-tmp-l..1.2", ".ck-tmp-x.vm.1.2"}) {
+    INFO(n);
+    CHECK_FALSE(io::parse_temp_name(n).has_value());
+  }
+  const auto root = ck_test::temp_dir("tmp_names");
+  std::ofstream(root / ".ck-tmp.vm.abc.0") << "someone's";
+  const auto r = io::remove_stale_temp_files(root.string());
+  CHECK(r.removed == 0);
+  REQUIRE(r.unrecognised.size() == 1);
+  CHECK(r.unrecognised[0] == ".ck-tmp.vm.abc.0");
+  CHECK(fs::exists(root / ".ck-tmp.vm.abc.0"));
+  fs::remove_all(root);
+}
+
+TEST_CASE("a live writer's temporary file is kept by its lock, whatever its pid says", "[pipeline]") {
+  // Two runs in two PID namespaces on one host share an output folder: the other writer's
+  // pid means nothing here (before: a "dead" pid made the cleanup delete a live writer's
+  // file). The lock decides: held -> kept, free -> removed.
+  const auto root = ck_test::temp_dir("tmp_lock");
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // a pid that is dead here (and could be alive elsewhere)
+  const auto name = [&](pid_t pid, int n) {
+    return root / (".ck-tmp-l." + io::temp_host_tag() + "." + std::to_string(pid) + "." + std::to_string(n));
+  };
+  const auto live_dead_pid = name(child, 1), free_live_pid = name(::getppid(), 2), fifo = name(child, 3);
+  for (const auto& p : {live_dead_pid, free_live_pid}) std::ofstream(p) << "partial";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);  // never opened for reading: no hang
+  // The writer's lock, on its own open file (flock conflicts between open files even within
+  // one process, as between two containers).
+  const int fd = ::open(live_dead_pid.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  auto r = io::remove_stale_temp_files(root.string());
+  CHECK(r.removed == 1);
+  CHECK(fs::exists(live_dead_pid));
+  CHECK_FALSE(fs::exists(free_live_pid));
+  CHECK(fs::exists(fifo));
+  CHECK_FALSE(r.locks_refused);
+  ::close(fd);  // the writer is gone
+  r = io::remove_stale_temp_files(root.string());
+  CHECK(r.removed == 1);
+  CHECK_FALSE(fs::exists(live_dead_pid));
+  // A TempFile holds its lock while it lives: a cleanup meanwhile keeps it.
+  {
+    io::TempFile t((root / "frame.exr").string());
+    std::ofstream(t.path()) << "being written";
+    CHECK(io::remove_stale_temp_files(root.string()).removed == 0);
+    CHECK(fs::exists(t.path()));
+    t.commit((root / "frame.exr").string());
+  }
+  CHECK(ck_test::read_file((root / "frame.exr").string()) == "being written");
   fs::remove_all(root);
 }
 
@@ -553,5 +676,60 @@ TEST_CASE("EXRs whose data window does not start at 0,0 are read pixel for pixel
     for (size_t i = 0; i < px.size(); ++i) CHECK(im.pixels[i] == px[i]);
     CHECK(io::readable_output(path));
   }
+  fs::remove_all(root);
+}
+
+TEST_CASE("every still format the linked OpenCV decodes is a frame, read from a file OpenCV wrote",
+          "[pipeline]") {
+  const auto& exts = io::frame_extensions();
+  // The formats that were dropped silently before (OpenCV 4.6 decodes all of them).
+  for (const char* e : {".webp", ".hdr", ".ppm", ".pgm", ".png", ".tif", ".jpg", ".bmp", ".exr"}) {
+    INFO(e);
+    CHECK(std::find(exts.begin(), exts.end(), e) != exts.end());
+  }
+  // One published rule: the README's list names every extension this build reads.
+  const auto readme = ck_test::read_file(std::string(std::getenv("CK_SOURCE_DIR")) + "/README.md");
+  const auto rule = readme.substr(readme.find("**Frames**"), 1200);
+  for (const auto& e : exts) {
+    INFO(e);
+    CHECK_THAT(rule, Contains("`" + e + "`"));
+  }
+  const auto root = ck_test::temp_dir("formats");
+  const auto clip = root / "all";
+  fs::create_directories(clip / "Input");
+  fs::create_directories(clip / "AlphaHint");
+  const Image plate = make_plate(160, 90, 0);
+  cv::Mat rgb(plate.height, plate.width, CV_32FC3, const_cast<float*>(plate.pixels.data())), bgr, u8, grey;
+  cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
+  bgr.convertTo(u8, CV_8UC3, 255.0);
+  cv::cvtColor(u8, grey, cv::COLOR_BGR2GRAY);
+  std::vector<std::string> written;
+  int k = 0;
+  for (const auto& e : exts) {
+    if (e == ".exr" || e == ".dpx") continue;  // OpenEXR's; DPX is refused by name
+    const bool fp = e == ".hdr" || e == ".pic" || e == ".pfm";
+    const bool one = e == ".pgm" || e == ".pbm";
+    char stem[16];
+    std::snprintf(stem, sizeof stem, "f%02d", ++k);
+    const auto file = (clip / "Input" / (stem + e)).string();
+    INFO(file);
+    REQUIRE(cv::imwrite(file, fp ? bgr : one ? grey : u8));  // written by OpenCV itself
+    // The header probe (decode-bomb guard) reads the size OpenCV wrote.
+    const auto size = io::probe_image_size(file);
+    REQUIRE(size.has_value());
+    CHECK(size->width == 160);
+    CHECK(size->height == 90);
+    write_hint_png16((clip / "AlphaHint" / (std::string("h") + (stem + 1) + ".png")).string(), 160, 90, 0);
+    written.push_back(fs::path(file).filename().string());
+  }
+  auto job = one_clip(clip);
+  std::vector<std::string> failures;
+  const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+    if (e.kind == PipelineEvent::Kind::FrameFailed) failures.push_back(e.message);
+  });
+  INFO(failures.size() << " failed, first: " << (failures.empty() ? "" : failures.front()));
+  CHECK(s.frames_total == static_cast<int>(written.size()));  // every file found ...
+  CHECK(s.frames_done == static_cast<int>(written.size()));   // ... and keyed
+  for (const auto& w : written) CHECK(fs::exists(clip / "Output" / "Matte" / (fs::path(w).stem().string() + ".exr")));
   fs::remove_all(root);
 }

@@ -3,6 +3,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "config/cpu_limit.h"
+
+#include <sched.h>
+
 #include <corridorkey/option_fields.h>
 
 #include <fstream>
@@ -167,4 +171,28 @@ TEST_CASE("option tables: defaults come from the structs, errors name key and va
                     Contains("multiple of 8"));
   set_engine_option(o, "device", "cuda:12");
   CHECK(o.device == "cuda:12");
+}
+
+TEST_CASE("threads are bounded by the CPUs this process may use: affinity and cgroup quota", "[unit]") {
+  using corridorkey::config::cpus_from_cpu_max;
+  CHECK(cpus_from_cpu_max("max 100000") == 0);  // no quota
+  CHECK(cpus_from_cpu_max("200000 100000") == 2);
+  CHECK(cpus_from_cpu_max("150000 100000") == 2);  // 1.5 CPUs: rounded up
+  CHECK(cpus_from_cpu_max("50000 100000") == 1);
+  CHECK(cpus_from_cpu_max("") == 0);
+  CHECK(cpus_from_cpu_max("12x 100000") == 0);
+  // The affinity mask (taskset, a Slurm cpuset) of this thread, changed for real.
+  cpu_set_t old, one;
+  REQUIRE(sched_getaffinity(0, sizeof old, &old) == 0);
+  CHECK(corridorkey::config::usable_cpus() <= CPU_COUNT(&old));
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &old)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+  const int n = corridorkey::config::usable_cpus();
+  sched_setaffinity(0, sizeof old, &old);
+  CHECK(n == 1);
 }

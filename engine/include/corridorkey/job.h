@@ -47,6 +47,9 @@ struct Chunk {
 struct CORRIDORKEY_API JobFrames {
   std::vector<std::string> clip_paths, clip_names;
   std::vector<std::vector<int>> frames;  // 1-based frame numbers per clip
+  /// Clips of clips_root that cannot be read (a symbolic link loop, no permission), left
+  /// out: "<path>: <why>: clip skipped".
+  std::vector<std::string> skipped;
   int total() const;
 };
 CORRIDORKEY_API JobFrames job_frames(const JobSpec& job);

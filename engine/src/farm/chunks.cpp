@@ -22,7 +22,7 @@ JobFrames job_frames(const JobSpec& job) {
   std::vector<std::pair<std::string, std::string>> sel;  // (path, frames)
   for (const auto& c : job.clips) sel.emplace_back(c.path, c.frames);
   if (!job.clips_root.empty())
-    for (const auto& c : io::discover_clips({job.clips_root})) sel.emplace_back(c.root, "");
+    for (const auto& c : io::discover_clips({job.clips_root}, &jf.skipped)) sel.emplace_back(c.root, "");
   std::set<std::string> seen;
   for (const auto& [path, frames] : sel) {
     const auto clips = io::discover_clips({path});

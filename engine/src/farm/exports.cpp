@@ -26,6 +26,39 @@ void check_no_format_string(const std::string& what, const std::string& value) {
            "would read as a format string; rename it");
 }
 
+/// True when `s` is valid UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool valid_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    unsigned cp = 0;
+    if (c < 0x80) n = 1, cp = c;
+    else if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1Fu;
+    else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0Fu;
+    else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07u;
+    else return false;
+    if (i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (b & 0x3Fu);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += n;
+  }
+  return true;
+}
+
+/// A YAML document is Unicode text: a name that is not UTF-8 cannot be written into one
+/// without changing it (yaml-cpp would put U+FFFD in its place, and the task would then
+/// name a clip that does not exist). Refused, naming the path, as an input error.
+void check_utf8(const std::string& what, const std::string& path, const std::string& value) {
+  CK_CHECK(valid_utf8(value), IoError, path, ": ", what, " is not valid UTF-8, which an Open Job "
+           "Description template cannot hold; rename it (a Slurm export takes any bytes)");
+}
+
 /// OpenJD step names: 1-64 characters, no control characters; made unique.
 std::string step_name(const std::string& clip, std::set<std::string>& used) {
   std::string n = "key-";
@@ -39,7 +72,15 @@ std::string step_name(const std::string& clip, std::set<std::string>& used) {
 }  // namespace
 
 std::string export_openjd(const JobSpec& job, const JobFrames& jf, const std::string& cli) {
+  check_utf8("the job file path", job.file, job.file);
+  check_utf8("the job name", job.file, job.name);
+  check_utf8("the corridorkey-engine path", cli, cli);
+  for (size_t i = 0; i < jf.clip_names.size(); ++i)
+    check_utf8("the clip folder name", jf.clip_paths[i], jf.clip_paths[i]);
   YAML::Emitter e;
+  // Every string scalar double-quoted: a clip named 010, on, yes or 1.5 stays a string
+  // ("String required" from `openjd check` otherwise, and 010 read as 8 or 10 elsewhere).
+  e.SetStringFormat(YAML::DoubleQuoted);
   e << YAML::BeginMap;
   e << YAML::Key << "specificationVersion" << YAML::Value << "jobtemplate-2023-09";
   e << YAML::Key << "name" << YAML::Value << job.name;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -47,28 +48,93 @@ bool hidden(const fs::path& p) {
   return n.empty() || n[0] == '.' || n[0] == '_';
 }
 
-/// Input/ or AlphaHint/: an image sequence, or one video inside; or <name>.<video ext>.
-bool find_source(const fs::path& clip, const std::string& name, FrameSource& src) {
+/// Files that tools leave in every folder (Finder, Explorer) and dotfiles: never frames,
+/// never worth a warning.
+bool silently_ignored(const std::string& n) {
+  std::string l = n;
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  return n.empty() || n[0] == '.' || l == "thumbs.db";
+}
+
+/// A path that cannot be listed or followed: a symbolic link loop, a folder without read
+/// permission, a dangling link. Given directly it is an input error; in a clips root, the
+/// clip it belongs to is skipped and named.
+class Unreachable : public IoError {
+ public:
+  using IoError::IoError;
+};
+
+[[noreturn]] void unreachable(const fs::path& p, const std::error_code& ec) {
+  if (ec.value() == ELOOP) throw Unreachable(p.string() + ": symbolic link loop (" + ec.message() + ")");
+  throw Unreachable(p.string() + ": cannot be read (" + ec.message() + ")");
+}
+
+/// The type of `p` (links followed). A loop, a permission error or a dangling link throws
+/// Unreachable; a path that simply does not exist is file_type::not_found.
+fs::file_type type_of(const fs::path& p) {
   std::error_code ec;
+  const auto st = fs::status(p, ec);
+  if (!ec || st.type() != fs::file_type::not_found) {
+    if (ec) unreachable(p, ec);
+    return st.type();
+  }
+  std::error_code lec;
+  if (fs::is_symlink(fs::symlink_status(p, lec)))
+    // A frame that is a dangling link would only show as a short count (and pair frames
+    // wrongly under --allow-mismatch): name it.
+    throw Unreachable(p.string() + ": broken symbolic link (its target does not exist)");
+  return fs::file_type::not_found;
+}
+
+/// The entries of a folder; Unreachable when it cannot be listed (permissions, a loop).
+std::vector<fs::path> list_dir(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) out.push_back(it->path());
+  if (ec) unreachable(dir, ec);
+  return out;
+}
+
+/// "a, b, c and 4 more".
+std::string name_list(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end(), natural_less);
+  std::string s;
+  for (size_t i = 0; i < std::min<size_t>(names.size(), 8); ++i) s += (i ? ", " : "") + names[i];
+  if (names.size() > 8) s += " and " + std::to_string(names.size() - 8) + " more";
+  return s;
+}
+
+/// Input/ or AlphaHint/: an image sequence, or one video inside; or <name>.<video ext>.
+/// Every entry with a frame extension is a frame, whatever it is: a FIFO, folder or device
+/// named frame_0002.png then fails when read, by its path, instead of vanishing from the
+/// count. Other entries are named in one warning.
+bool find_source(const fs::path& clip, const std::string& name, FrameSource& src,
+                 std::vector<std::string>& warnings) {
   const auto dir = clip / name;
-  if (fs::is_directory(dir, ec)) {
-    std::vector<std::string> images, videos;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      if (hidden(e.path())) continue;
-      std::error_code lec;
-      // A frame that is a dangling link would only show as a short count (and pair frames
-      // wrongly under --allow-mismatch): name it.
-      CK_CHECK(!(e.is_symlink(lec) && !fs::exists(e.path(), lec)), IoError, e.path().string(),
-               ": broken symbolic link (its target does not exist)");
-      if (!e.is_regular_file()) continue;
-      const auto p = e.path().string();
-      if (is_image_file(p)) images.push_back(p);
-      else if (is_video_file(p)) videos.push_back(p);
+  if (type_of(dir) == fs::file_type::directory) {
+    std::vector<std::string> images, videos, others;
+    for (const auto& p : list_dir(dir)) {
+      const auto n = p.filename().string();
+      if (silently_ignored(n)) continue;
+      const auto t = type_of(p);
+      if (is_image_file(n)) images.push_back(p.string());
+      else if (is_video_file(n) && t == fs::file_type::regular) videos.push_back(p.string());
+      else others.push_back(n + (t == fs::file_type::directory ? "/" : ""));
     }
     std::sort(images.begin(), images.end(), [](const auto& a, const auto& b) {
       return natural_less(fs::path(a).filename().string(), fs::path(b).filename().string());
     });
+    if (!others.empty())
+      warnings.push_back(dir.string() + ": " + std::to_string(others.size()) +
+                         " file(s) ignored, not frames by their extension (README \"Clips\" lists "
+                         "them): " + name_list(others));
     if (!images.empty()) {
+      if (!videos.empty()) {  // a reference movie dropped beside the plates, say
+        std::vector<std::string> names;
+        for (const auto& v : videos) names.push_back(fs::path(v).filename().string());
+        warnings.push_back(dir.string() + ": " + std::to_string(videos.size()) +
+                           " video(s) ignored beside the image sequence: " + name_list(names));
+      }
       src.frames = std::move(images);
       return true;
     }
@@ -80,19 +146,18 @@ bool find_source(const fs::path& clip, const std::string& name, FrameSource& src
              " videos found; expected one video or an image sequence");
     return false;
   }
-  for (const auto& e : fs::directory_iterator(clip, ec))
-    if (e.is_regular_file() && e.path().stem() == name && is_video_file(e.path().string())) {
-      src.video = e.path().string();
+  for (const auto& p : list_dir(clip))
+    if (p.stem() == name && is_video_file(p.string()) && type_of(p) == fs::file_type::regular) {
+      src.video = p.string();
       return true;
     }
   return false;
 }
 
 bool looks_like_clip(const fs::path& p) {
-  std::error_code ec;
-  if (fs::is_directory(p / "Input", ec)) return true;
-  for (const auto& e : fs::directory_iterator(p, ec))
-    if (e.is_regular_file() && e.path().stem() == "Input" && is_video_file(e.path().string()))
+  if (type_of(p / "Input") == fs::file_type::directory) return true;
+  for (const auto& e : list_dir(p))
+    if (e.stem() == "Input" && is_video_file(e.string()) && type_of(e) == fs::file_type::regular)
       return true;
   return false;
 }
@@ -101,9 +166,9 @@ Clip load_clip(const fs::path& p) {
   Clip c;
   c.root = p.string();
   c.name = fs::path(p).filename().string();
-  CK_CHECK(find_source(p, "Input", c.input), IoError, p.string(),
+  CK_CHECK(find_source(p, "Input", c.input, c.warnings), IoError, p.string(),
            ": no Input/ image sequence or Input video found");
-  find_source(p, "AlphaHint", c.hint);  // optional: hints can be generated
+  find_source(p, "AlphaHint", c.hint, c.warnings);  // optional: hints can be generated
   if (c.input.is_video()) {
     VideoReader v(c.input.video);
     c.input.video_frames = v.frame_count();
@@ -113,30 +178,58 @@ Clip load_clip(const fs::path& p) {
   return c;
 }
 
+/// The clips of a clips root. A clip that cannot be read (Unreachable) is skipped and named
+/// in `skipped` when the caller reports it; without `skipped` it is an error.
+std::vector<Clip> root_clips(const std::string& raw, const fs::path& p, std::vector<std::string>* skipped) {
+  const fs::path root = type_of(p / "clips") == fs::file_type::directory ? p / "clips" : p;
+  std::vector<std::string> passed;
+  auto skip = [&](const Unreachable& u) {
+    if (!skipped) throw u;
+    passed.push_back(std::string(u.what()) + ": clip skipped");
+  };
+  std::vector<fs::path> subs;
+  for (const auto& e : list_dir(root)) {
+    if (hidden(e)) continue;
+    try {
+      if (type_of(e) == fs::file_type::directory && looks_like_clip(e)) subs.push_back(e);
+    } catch (const Unreachable& u) {
+      skip(u);
+    }
+  }
+  std::sort(subs.begin(), subs.end(), [](const auto& a, const auto& b) {
+    return natural_less(a.filename().string(), b.filename().string());
+  });
+  std::vector<Clip> clips;
+  for (const auto& s : subs) {
+    try {
+      clips.push_back(load_clip(s));
+    } catch (const Unreachable& u) {
+      skip(u);
+    }
+  }
+  std::sort(passed.begin(), passed.end());
+  CK_CHECK(!clips.empty() || passed.empty(), IoError, raw, ": no clip could be read: ", passed.front(),
+           passed.size() > 1 ? " (and " + std::to_string(passed.size() - 1) + " more)" : "");
+  CK_CHECK(!clips.empty(), IoError, raw, ": no clips found (a clip folder has Input/ and "
+           "optionally AlphaHint/; a clips root has clips/<name>/ or <name>/ subfolders)");
+  if (skipped) skipped->insert(skipped->end(), passed.begin(), passed.end());
+  return clips;
+}
+
 }  // namespace
 
-std::vector<Clip> discover_clips(const std::vector<std::string>& paths) {
+std::vector<Clip> discover_clips(const std::vector<std::string>& paths, std::vector<std::string>* skipped) {
   std::vector<Clip> clips;
   for (const auto& raw : paths) {
-    std::error_code ec;
     fs::path p = fs::path(raw).lexically_normal();
     if (p.filename().empty()) p = p.parent_path();
-    CK_CHECK(fs::is_directory(p, ec), IoError, raw, ": not a folder (expected a clip folder or a "
-             "folder of clips)");
+    CK_CHECK(type_of(p) == fs::file_type::directory, IoError, raw, ": not a folder (expected a clip "
+             "folder or a folder of clips)");
     if (looks_like_clip(p)) {
       clips.push_back(load_clip(p));
       continue;
     }
-    fs::path root = fs::is_directory(p / "clips", ec) ? p / "clips" : p;
-    std::vector<fs::path> subs;
-    for (const auto& e : fs::directory_iterator(root, ec))
-      if (e.is_directory() && !hidden(e.path()) && looks_like_clip(e.path())) subs.push_back(e.path());
-    std::sort(subs.begin(), subs.end(), [](const auto& a, const auto& b) {
-      return natural_less(a.filename().string(), b.filename().string());
-    });
-    CK_CHECK(!subs.empty(), IoError, raw, ": no clips found (a clip folder has Input/ and "
-             "optionally AlphaHint/; a clips root has clips/<name>/ or <name>/ subfolders)");
-    for (const auto& s : subs) clips.push_back(load_clip(s));
+    for (auto& c : root_clips(raw, p, skipped)) clips.push_back(std::move(c));
   }
   return clips;
 }

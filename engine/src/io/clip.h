@@ -25,6 +25,7 @@ struct FrameSource {
 struct Clip {
   std::string name, root;
   FrameSource input, hint;
+  std::vector<std::string> warnings;  // found while listing it (ignored files), for the run
 };
 
 /// Natural ("human") order: frame2 < frame10; case-insensitive on the non-digit parts.
@@ -32,8 +33,12 @@ bool natural_less(const std::string& a, const std::string& b);
 
 /// Clips under each path (a clip folder, a clips root, or several). IoError naming the
 /// path when it holds no clip, or a clip lacks Input. The hint source is empty when the
-/// clip has no AlphaHint.
-std::vector<Clip> discover_clips(const std::vector<std::string>& paths);
+/// clip has no AlphaHint. A path that cannot be listed or followed (a symbolic link loop,
+/// no read permission, a dangling link) is an IoError naming it; in a clips root, the clip
+/// it belongs to is skipped instead, and named in `skipped` ("<path>: <why>: clip
+/// skipped"), when the caller passes it (and reports it).
+std::vector<Clip> discover_clips(const std::vector<std::string>& paths,
+                                 std::vector<std::string>* skipped = nullptr);
 
 /// Parses "A-B[,C-D]" / "N" (1-based, inclusive) into a sorted list of 0-based indices
 /// below `count`. ConfigError for malformed or empty ranges.

@@ -1,5 +1,7 @@
 #include "io/image_header.h"
 
+#include "io/header_probes.h"
+
 #include <corridorkey/errors.h>
 
 #include <ImfChannelList.h>
@@ -11,6 +13,7 @@
 
 #include <array>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -135,6 +138,8 @@ std::optional<ExrHeader> exr_header(const std::string& path) {
 }
 
 bool has_exr_magic(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;  // never open a FIFO
   std::ifstream f(path, std::ios::binary);
   std::array<unsigned char, 4> m{};
   return f.read(reinterpret_cast<char*>(m.data()), m.size()) && m[0] == 0x76 && m[1] == 0x2f &&
@@ -143,6 +148,10 @@ bool has_exr_magic(const std::string& path) {
 }  // namespace
 
 std::optional<ImageSize> probe_image_size(const std::string& path) {
+  // Only regular files: opening a FIFO named frame_0002.png would block until a writer
+  // comes (the shape check probes plates before they are read).
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   try {
     std::ifstream f(path, std::ios::binary);
     std::array<unsigned char, 4> magic{};
@@ -152,6 +161,9 @@ std::optional<ImageSize> probe_image_size(const std::string& path) {
     if (magic[0] == 0xFF && magic[1] == 0xD8) return jpeg(f);
     if ((magic[0] == 'I' && magic[1] == 'I') || (magic[0] == 'M' && magic[1] == 'M')) return tiff(f);
     if (magic[0] == 'B' && magic[1] == 'M') return bmp(f);
+    if (auto more = detail::probe_more_formats(f)) return more;  // WebP, PNM, HDR, ...
+    f.clear();
+    f.seekg(0);
     if (magic[0] == 0x76 && magic[1] == 0x2f && magic[2] == 0x31 && magic[3] == 0x01) {  // EXR
       f.close();
       const auto h = exr_header(path);

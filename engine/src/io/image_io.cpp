@@ -107,10 +107,37 @@ Image read_cv(const std::string& path) {
 
 }  // namespace
 
+const std::vector<std::string>& frame_extensions() {
+  static const std::vector<std::string> exts = [] {
+    // EXR through OpenEXR; DPX so that its frames are named and refused, not dropped.
+    std::vector<std::string> v = {".exr", ".dpx"};
+    // Every still format OpenCV has a codec for, kept when the linked build decodes it:
+    // a small image is encoded and decoded back (so .jp2 is a frame only where OpenCV was
+    // built with OpenJPEG or JasPer).
+    for (const char* e : {".png", ".jpg", ".jpeg", ".jpe", ".tif", ".tiff", ".bmp", ".dib", ".webp",
+                          ".jp2", ".hdr", ".pic", ".ppm", ".pgm", ".pbm", ".pnm", ".pxm", ".pfm", ".sr",
+                          ".ras", ".avif"}) {
+      for (int type : {CV_8UC3, CV_8UC1, CV_32FC3}) {
+        try {
+          std::vector<uchar> bytes;
+          if (cv::imencode(e, cv::Mat(64, 64, type, cv::Scalar::all(1)), bytes) &&
+              !cv::imdecode(bytes, cv::IMREAD_UNCHANGED).empty()) {
+            v.emplace_back(e);
+            break;
+          }
+        } catch (const std::exception&) {  // no codec for it in this build
+        }
+      }
+    }
+    return v;
+  }();
+  return exts;
+}
+
 bool is_image_file(const std::string& path) {
-  static const char* exts[] = {".exr", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".dpx"};
   const auto e = lower_ext(path);
-  return std::any_of(std::begin(exts), std::end(exts), [&](const char* x) { return e == x; });
+  const auto& exts = frame_extensions();
+  return std::find(exts.begin(), exts.end(), e) != exts.end();
 }
 
 bool is_video_file(const std::string& path) {
@@ -119,9 +146,28 @@ bool is_video_file(const std::string& path) {
   return std::any_of(std::begin(exts), std::end(exts), [&](const char* x) { return e == x; });
 }
 
-Image read_image(const std::string& path, int64_t max_pixels) {
+namespace {
+/// Why `path` is not a file to decode, or "" when it is a regular file. Never opens it (a
+/// FIFO named frame_0002.png would block the reader forever).
+std::string not_a_file(const std::string& path) {
   std::error_code ec;
-  CK_CHECK(fs::is_regular_file(path, ec), IoError, path, ": file does not exist");
+  const auto st = fs::status(path, ec);
+  switch (st.type()) {
+    case fs::file_type::regular: return "";
+    case fs::file_type::not_found: return "file does not exist";
+    case fs::file_type::directory: return "is a folder, not an image file";
+    case fs::file_type::fifo: return "is a FIFO (named pipe), not an image file";
+    case fs::file_type::block:
+    case fs::file_type::character: return "is a device, not an image file";
+    case fs::file_type::socket: return "is a socket, not an image file";
+    default: return ec ? "cannot be read (" + ec.message() + ")" : "is not a regular file";
+  }
+}
+}  // namespace
+
+Image read_image(const std::string& path, int64_t max_pixels) {
+  const auto why = not_a_file(path);
+  CK_CHECK(why.empty(), IoError, path, ": ", why);
   const auto e = lower_ext(path);
   CK_CHECK(e != ".dpx", IoError, path, ": DPX is not supported yet; convert to EXR or 16-bit TIFF");
   check_image_size(path, max_pixels);  // before any pixel memory is allocated
@@ -151,66 +197,6 @@ const char* to_string(ExrCompression c) {
     case ExrCompression::Dwab: return "dwab";
   }
   return "?";
-}
-
-namespace {
-/// This host's name as it appears in temporary file names: [A-Za-z0-9-], at most 24 chars.
-const std::string& host_tag() {
-  static const std::string tag = [] {
-    char buf[256] = {};
-    std::string h = ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "host";
-    std::string t;
-    for (char c : h)
-      if (std::isalnum(static_cast<unsigned char>(c)) || c == '-') t += c;
-    if (t.empty()) t = "host";
-    return t.substr(0, 24);
-  }();
-  return tag;
-}
-constexpr const char* kTempPrefix = ".ck-tmp.";
-}  // namespace
-
-std::string temp_path_for(const std::string& path) {
-  // .ck-tmp.<host>.<pid>.<counter>: fixed length whatever the output's name (a 255-byte
-  // frame name plus a suffix would exceed NAME_MAX), one per write.
-  static std::atomic<unsigned> counter{0};
-  return (fs::path(path).parent_path() /
-          (kTempPrefix + host_tag() + "." + std::to_string(::getpid()) + "." +
-           std::to_string(counter++)))
-      .string();
-}
-
-int remove_stale_temp_files(const std::string& dir) {
-  int removed = 0;
-  std::error_code ec;
-  const std::string mine = kTempPrefix + host_tag() + ".";
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const auto name = it->path().filename().string();
-    if (name.rfind(mine, 0) != 0) continue;  // not ours, or another host's
-    const auto rest = name.substr(mine.size());
-    const auto dot = rest.find('.');
-    if (dot == std::string::npos || dot == 0 || dot > 9) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dot)));
-    if (pid <= 0 || pid == ::getpid()) continue;
-    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
-    std::error_code rm;
-    if (fs::remove(it->path(), rm)) ++removed;
-  }
-  return removed;
-}
-
-void atomic_write(const std::string& path, const std::function<void(const std::string&)>& write_to) {
-  const auto tmp = temp_path_for(path);
-  try {
-    write_to(tmp);
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    CK_CHECK(!ec, IoError, path, ": cannot move the finished file into place: ", ec.message());
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw;
-  }
 }
 
 void write_exr(const std::string& path, const Image& im, const std::string& names,

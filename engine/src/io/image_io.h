@@ -6,10 +6,12 @@
 #include <corridorkey/image.h>
 
 #include "io/image_header.h"
+#include "io/temp_files.h"
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace corridorkey::io {
 
@@ -18,7 +20,11 @@ namespace corridorkey::io {
 /// also when the header declares more than max_pixels pixels (checked before decoding).
 Image read_image(const std::string& path, int64_t max_pixels = kDefaultMaxPixels);
 
-/// True for the still-image extensions the reader handles (case-insensitive).
+/// The extensions of frames (lower case, with the dot): .exr, .dpx (refused when read, by
+/// name), and each still format the linked OpenCV decodes (.png .jpg .jpeg .jpe .tif .tiff
+/// .bmp .dib .webp .jp2 .hdr .pic .ppm .pgm .pbm .pnm .pxm .pfm .sr .ras .avif, as built).
+const std::vector<std::string>& frame_extensions();
+/// True for a frame extension (case-insensitive): the one rule clip discovery follows.
 bool is_image_file(const std::string& path);
 bool is_video_file(const std::string& path);
 
@@ -43,16 +49,6 @@ void write_image16(const std::string& path, const Image& image);
 /// file cut short by a crash or a full disk is redone, not trusted).
 bool readable_output(const std::string& path, int64_t max_pixels = kDefaultMaxPixels);
 
-/// Name of the temporary file a write to `path` goes through: in the same folder, short
-/// (works for names up to the filesystem's limit), and tagged with host and process so a
-/// later run can tell a dead process's leftovers from a live one's.
-std::string temp_path_for(const std::string& path);
-
-/// Removes temporary files in `dir` left by dead processes of this host (killed before
-/// they could rename or clean up). Files of live processes and of other hosts (a shared
-/// farm folder) are left alone. Returns how many were removed.
-int remove_stale_temp_files(const std::string& dir);
-
 /// Sequential video decoding (one frame at a time, RGB float 0..1).
 class VideoReader {
  public:
@@ -68,9 +64,5 @@ class VideoReader {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-/// Writes `bytes` produced by `write_to(tmp_path)` atomically: tmp file then rename; the
-/// tmp file is removed on failure. Exposed for the writers above and for tests.
-void atomic_write(const std::string& path, const std::function<void(const std::string&)>& write_to);
 
 }  // namespace corridorkey::io

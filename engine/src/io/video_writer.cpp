@@ -88,7 +88,11 @@ uint16_t to16(float v) {
 std::string find_ffmpeg() {
   if (const char* env = std::getenv("CORRIDORKEY_FFMPEG"); env && *env) {
     if (std::string(env) == "none") return "";
-    return executable(env) ? std::string(env) : "";
+    // Named but not there: an error, not a silent fall back to OpenCV (or a ProRes error
+    // saying that none was found on PATH).
+    CK_CHECK(executable(env), ConfigError, "CORRIDORKEY_FFMPEG=", env,
+             ": not an executable file (name the ffmpeg binary, or set it to 'none')");
+    return env;
   }
   const char* path = std::getenv("PATH");
   std::stringstream ss(path ? path : "/usr/bin:/bin");
@@ -99,6 +103,9 @@ std::string find_ffmpeg() {
 
 struct VideoWriter::Impl {
   std::string path, tmp, log, encoder;
+  // Locked while ffmpeg (or OpenCV) writes them, so no other run takes them for a dead
+  // writer's leftovers; removed unless committed.
+  std::unique_ptr<TempFile> tmp_file, log_file;
   int width = 0, height = 0;
   bool alpha = false, finished = false;
   // ffmpeg
@@ -131,9 +138,8 @@ struct VideoWriter::Impl {
   void cleanup() {
     reap();
     if (cv_writer.isOpened()) cv_writer.release();
-    std::error_code ec;
-    if (!tmp.empty()) fs::remove(tmp, ec);
-    if (!log.empty()) fs::remove(log, ec);
+    tmp_file.reset();
+    log_file.reset();
   }
 };
 
@@ -146,7 +152,8 @@ VideoWriter::VideoWriter(const std::string& path, int width, int height, double 
   CK_CHECK(!alpha || codec == VideoCodec::ProRes, IoError, path, ": only ProRes keeps alpha");
   I.path = path, I.width = width, I.height = height, I.alpha = alpha;
   const std::string ext = fs::path(path).extension().string();
-  I.tmp = temp_path_for(path) + ext;  // OpenCV picks the container from the extension
+  I.tmp_file = std::make_unique<TempFile>(path, ext);  // OpenCV picks the container from the extension
+  I.tmp = I.tmp_file->path();
   const std::string ffmpeg = find_ffmpeg();
   if (ffmpeg.empty()) {
     CK_CHECK(codec == VideoCodec::H264, ConfigError, path,
@@ -184,7 +191,8 @@ VideoWriter::VideoWriter(const std::string& path, int width, int height, double 
       args.emplace_back(a);
   }
   args.push_back(I.tmp);
-  I.log = temp_path_for(path) + ".log";
+  I.log_file = std::make_unique<TempFile>(path, ".log");
+  I.log = I.log_file->path();
   int pipefd[2];
   CK_CHECK(::pipe2(pipefd, O_CLOEXEC) == 0, IoError, path, ": pipe: ", std::strerror(errno));
   const int logfd = ::open(I.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -266,9 +274,8 @@ void VideoWriter::finish() {
   std::error_code ec;
   CK_CHECK(fs::is_regular_file(I.tmp, ec) && fs::file_size(I.tmp, ec) > 0, IoError, I.path,
            ": the encoder wrote nothing");
-  fs::rename(I.tmp, I.path, ec);
-  CK_CHECK(!ec, IoError, I.path, ": cannot move the finished video into place: ", ec.message());
-  fs::remove(I.log, ec);
+  I.tmp_file->commit(I.path);
+  I.log_file.reset();
   I.finished = true;
 }
 

@@ -16,6 +16,7 @@
 namespace corridorkey::io {
 
 /// The ffmpeg binary to use, or "" when there is none (or CORRIDORKEY_FFMPEG=none).
+/// ConfigError naming it when CORRIDORKEY_FFMPEG names something that is not executable.
 std::string find_ffmpeg();
 
 class VideoWriter {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 
 namespace corridorkey::pipeline {
@@ -189,6 +190,36 @@ void resolve_videos(ClipPlan& p, const InferenceOptions& job, Plan& plan) {
   }
 }
 
+/// "a, b, c and 4 more": names in a message, bounded.
+std::string name_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < std::min<size_t>(names.size(), 5); ++i) s += (i ? ", " : "") + names[i];
+  if (names.size() > 5) s += " and " + std::to_string(names.size() - 5) + " more";
+  return s;
+}
+
+fs::path output_folder(const io::Clip& c, const InferenceOptions& job) {
+  return job.output_root.empty() ? fs::path(c.root) / "Output" : fs::path(job.output_root) / c.name;
+}
+
+/// Two clips of one run writing to one folder would overwrite each other's frames (shots
+/// named sh010 in two sequences, under one --output-root): refused before anything is
+/// created. Renaming one by order would break --skip-existing when the order changes.
+void check_distinct_outputs(const std::vector<io::Clip>& clips, const InferenceOptions& job) {
+  std::vector<std::pair<fs::path, const io::Clip*>> seen;
+  for (const auto& c : clips) {
+    std::error_code ec;
+    auto out = fs::weakly_canonical(fs::absolute(output_folder(c, job)), ec);
+    if (ec) out = fs::absolute(output_folder(c, job)).lexically_normal();
+    for (const auto& [other, oc] : seen)
+      CK_CHECK(other != out, ConfigError, "clips '", oc->root, "' and '", c.root,
+               "' would both write to ", output_folder(c, job).string(),
+               " (outputs of one run need distinct clip names under --output-root; key them "
+               "in separate runs or give each its own output root)");
+    seen.emplace_back(out, &c);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> FrameOutputs::all() const {
@@ -207,11 +238,121 @@ FrameOutputs outputs_for(const ClipPlan& p, const InferenceOptions& job, const s
   return o;
 }
 
+namespace {
+
+/// The backing is estimated once per clip, from its first, middle and last plate together.
+/// When those plates disagree on their own (green, then blue), frames of the other backing
+/// get a hint keyed against the wrong colour: warn, naming them. A plate that cannot be read
+/// is left out (its frame fails on its own).
+void check_backing_agreement(const ClipPlan& p, const InferenceOptions& job, int n, Plan& plan) {
+  const auto& c = p.clip;
+  if (!p.generate_hint || c.input.is_video() || n < 2) return;
+  std::vector<int> idx = {0, n / 2, n - 1};
+  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+  const char* keyed = p.screen.screen == Screen::Blue ? "blue" : "green";
+  std::vector<std::string> odd;
+  for (int i : idx) {
+    const auto& file = c.input.frames[static_cast<size_t>(i)];
+    Image im;
+    try {
+      im = io::read_image(file, job.max_pixels);
+    } catch (const IoError&) {
+      continue;
+    }
+    if (im.channels < 3) continue;
+    if (p.linear)
+      for (auto& x : im.pixels) x = post::linear_to_srgb(std::max(x, 0.f));
+    std::string own;
+    try {
+      own = estimate_screen({im.view()}, Screen::Auto, file).screen == Screen::Blue ? "blue" : "green";
+    } catch (const IoError&) {
+      own = "no backing found";
+    }
+    if (own != keyed) odd.push_back(fs::path(file).filename().string() + " (" + own + ")");
+  }
+  if (!odd.empty())
+    plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root,
+                           c.root + ": the sampled plates disagree on the backing: the clip is keyed "
+                           "as " + keyed + ", but " + name_list(odd) + "; frames with another "
+                           "backing get wrong hints (split the clip, or give it AlphaHint/)"});
+}
+
+/// The ffmpeg binary is needed for ProRes; a CORRIDORKEY_FFMPEG naming no program is an
+/// error whatever the codec (find_ffmpeg throws). Checked before any folder is created.
+void check_video_encoder(const Plan& plan, const InferenceOptions& job) {
+  if (std::none_of(plan.clips.begin(), plan.clips.end(), [](const ClipPlan& p) { return p.videos.any(); }))
+    return;
+  const bool found = !io::find_ffmpeg().empty();
+  const char* env = std::getenv("CORRIDORKEY_FFMPEG");
+  CK_CHECK(found || job.video_codec != VideoCodec::ProRes, ConfigError,
+           "video_codec prores needs the ffmpeg binary (",
+           env && *env ? "CORRIDORKEY_FFMPEG=none turns it off" : "none found on PATH; the "
+           "environment variable CORRIDORKEY_FFMPEG names one", ")");
+}
+
+/// Output folders made, a killed run's temporary files removed, and (skip-existing) the
+/// frames whose outputs are complete taken out of p.frames.
+void prepare_outputs(ClipPlan& p, const InferenceOptions& job, Plan& plan, bool& warned_locks) {
+  const auto& c = p.clip;
+  std::vector<fs::path> dirs = {p.out / "FG", p.out / "Matte", p.out / "Processed",
+                                p.out / "Comp", p.out};  // p.out: videos
+  if (p.generate_hint) dirs.push_back(p.out / "AlphaHint");
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    CK_CHECK(!ec && fs::is_directory(d), IoError, d.string(),
+             ": output folder cannot be created (", ec ? ec.message() : "not a folder", ")");
+    // Leftovers of a run killed mid-write (SIGKILL, power loss): its temp files.
+    const auto tmp = io::remove_stale_temp_files(d.string());
+    if (tmp.removed)
+      plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", d.string(),
+                             "removed " + std::to_string(tmp.removed) +
+                                 " temporary file(s) left by a killed run"});
+    if (tmp.locks_refused && !warned_locks) {  // once per run: it is the filesystem's doing
+      warned_locks = true;
+      plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", d.string(),
+                             d.string() + ": this filesystem refuses file locks, so a live "
+                             "writer's temporary file cannot be told from a killed run's: none "
+                             "is removed (delete .ck-tmp-l.* files by hand when no run writes here)"});
+    }
+    if (!tmp.unrecognised.empty())
+      plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", d.string(),
+                             d.string() + ": left alone, named like temporary files but not "
+                             "written by this engine: " + name_list(tmp.unrecognised)});
+  }
+  std::vector<int> todo;
+  for (int i : p.frames) {
+    if (job.skip_existing) {
+      const auto outs = outputs_for(p, job, p.stems[i]).all();
+      if (std::all_of(outs.begin(), outs.end(),
+                      [&](const std::string& o) { return io::readable_output(o, job.max_pixels); })) {
+        ++plan.frames_skipped;
+        plan.events.push_back({PipelineEvent::Kind::FrameSkipped, c.name, p.stems[i],
+                               outs.front(), "outputs exist"});
+        continue;
+      }
+    }
+    todo.push_back(i);
+  }
+  p.frames = std::move(todo);
+  plan.frames_total += static_cast<int>(p.frames.size());
+}
+
+}  // namespace
+
 Plan plan_job(const InferenceOptions& job) {
   Plan plan;
-  for (const auto& c : io::discover_clips(job.paths)) {
+  const auto clips = io::discover_clips(job.paths, &plan.clips_skipped);
+  for (const auto& why : plan.clips_skipped)  // a symbolic link loop, an unreadable folder
+    plan.events.push_back({PipelineEvent::Kind::Warning, "", "", "", why});
+  check_distinct_outputs(clips, job);
+  // Everything that can refuse the run is decided for every clip first; only then are
+  // output folders created (a refused run leaves no empty Output/ behind).
+  for (const auto& c : clips) {
     ClipPlan p;
     p.clip = c;
+    for (const auto& w : c.warnings)
+      plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root, w});
     int n = c.input.count();
     const bool exr = !c.input.is_video() && fs::path(c.input.frames[0]).extension() == ".exr";
     p.linear = job.color == ColorSpace::Linear || (job.color == ColorSpace::Auto && exr);
@@ -219,56 +360,25 @@ Plan plan_job(const InferenceOptions& job) {
       plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root,
                              "EXR plates keyed as sRGB (the reference's default); pass --linear "
                              "(or --color auto) if they are scene-linear"});
-    p.out = job.output_root.empty() ? fs::path(c.root) / "Output" : fs::path(job.output_root) / c.name;
+    p.out = output_folder(c, job);
     resolve_hints(p, job, n, plan);
+    check_backing_agreement(p, job, n, plan);
     resolve_videos(p, job, plan);
     for (int i = 0; i < n; ++i)
       p.stems.push_back(c.input.is_video() ? zero_pad(i, 5)
                                            : fs::path(c.input.frames[i]).stem().string());
-    std::vector<int> sel;
     if (job.frames.empty()) {
-      for (int i = 0; i < n; ++i) sel.push_back(i);
+      for (int i = 0; i < n; ++i) p.frames.push_back(i);
     } else {
-      sel = io::parse_frame_ranges(job.frames, n);
-      CK_CHECK(!sel.empty(), ConfigError, "--frames '", job.frames, "' selects no frame of clip '",
+      p.frames = io::parse_frame_ranges(job.frames, n);
+      CK_CHECK(!p.frames.empty(), ConfigError, "--frames '", job.frames, "' selects no frame of clip '",
                c.name, "', which has ", n, " frames (1-", n, ")");
     }
-    std::vector<fs::path> dirs = {p.out / "FG", p.out / "Matte", p.out / "Processed",
-                                  p.out / "Comp", p.out};  // p.out: videos
-    if (p.generate_hint) dirs.push_back(p.out / "AlphaHint");
-    for (const auto& d : dirs) {
-      std::error_code ec;
-      fs::create_directories(d, ec);
-      CK_CHECK(!ec && fs::is_directory(d), IoError, d.string(),
-               ": output folder cannot be created (", ec ? ec.message() : "not a folder", ")");
-      // Leftovers of a run killed mid-write (SIGKILL, power loss): its temp files.
-      if (const int n_stale = io::remove_stale_temp_files(d.string()))
-        plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", d.string(),
-                               "removed " + std::to_string(n_stale) +
-                                   " temporary file(s) left by a killed run"});
-    }
-    for (int i : sel) {
-      if (job.skip_existing) {
-        const auto outs = outputs_for(p, job, p.stems[i]).all();
-        if (std::all_of(outs.begin(), outs.end(),
-                        [&](const std::string& o) { return io::readable_output(o, job.max_pixels); })) {
-          ++plan.frames_skipped;
-          plan.events.push_back({PipelineEvent::Kind::FrameSkipped, c.name, p.stems[i],
-                                 outs.front(), "outputs exist"});
-          continue;
-        }
-      }
-      p.frames.push_back(i);
-    }
-    plan.frames_total += static_cast<int>(p.frames.size());
     plan.clips.push_back(std::move(p));
   }
-  const bool prores = job.video_codec == VideoCodec::ProRes &&
-                      std::any_of(plan.clips.begin(), plan.clips.end(),
-                                  [](const ClipPlan& p) { return p.videos.any(); });
-  CK_CHECK(!prores || !io::find_ffmpeg().empty(), ConfigError,
-           "video_codec prores needs the ffmpeg binary (none found on PATH; the environment "
-           "variable CORRIDORKEY_FFMPEG names one)");
+  check_video_encoder(plan, job);
+  bool warned_locks = false;
+  for (auto& p : plan.clips) prepare_outputs(p, job, plan, warned_locks);
   return plan;
 }
 

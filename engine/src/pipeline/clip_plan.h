@@ -60,6 +60,7 @@ struct Plan {
   std::vector<ClipPlan> clips;
   std::vector<PlannedEvent> events;
   int frames_total = 0, frames_skipped = 0;
+  std::vector<std::string> clips_skipped;  // unreadable clips of a clips root, for the summary
 };
 
 /// Throws IoError / ConfigError for what makes the whole run impossible (no clips, count

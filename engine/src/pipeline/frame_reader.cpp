@@ -45,6 +45,28 @@ Image generate_hint(const ClipPlan& p, const Image& plate, const std::string& st
   return hint;
 }
 
+/// The hint a frame is keyed with, as messages name it (not the plate: a NaN in the hint
+/// is fixed in the hint file).
+std::string hint_source(const ClipPlan& p, int index) {
+  if (p.generate_hint) return p.hint_file(p.stems[static_cast<size_t>(index)]).string();
+  if (p.clip.hint.is_video()) return p.clip.hint.video + "#" + std::to_string(index);
+  return p.clip.hint.frames[static_cast<size_t>(index)];
+}
+
+/// Plate and hint of different shapes, told from their headers before either is decoded
+/// (a small file declaring 16000 x 16000 would otherwise be decoded in full, tens of
+/// seconds and gigabytes, only to be refused for its shape afterwards).
+void check_shapes_from_headers(const std::string& plate, const std::string& hint) {
+  const auto a = io::probe_image_size(plate), b = io::probe_image_size(hint);
+  if (!a || !b || a->width <= 0 || a->height <= 0 || b->width <= 0 || b->height <= 0) return;
+  const double ar_p = static_cast<double>(a->width) / static_cast<double>(a->height);
+  const double ar_h = static_cast<double>(b->width) / static_cast<double>(b->height);
+  CK_CHECK(std::fabs(ar_p / ar_h - 1.0) <= 0.01, IoError, plate, ": plate ", a->width, "x", a->height,
+           " and hint ", b->width, "x", b->height,
+           " have different aspect ratios (a hint may differ in size, not in shape; told from "
+           "the headers, before decoding)");
+}
+
 }  // namespace
 
 ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
@@ -69,7 +91,8 @@ ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
   if (size_t bad = sanitize(plate))
     it.warnings.push_back(file + ": " + std::to_string(bad) + " NaN/Inf samples in the plate set to 0");
   if (size_t bad = sanitize(hint))
-    it.warnings.push_back(file + ": " + std::to_string(bad) + " NaN/Inf samples in the hint set to 0");
+    it.warnings.push_back(hint_source(p, index) + ": " + std::to_string(bad) +
+                          " NaN/Inf samples in the hint set to 0");
   for (auto& v : plate.pixels) v = std::max(v, 0.f);  // EXR negatives clamped (reference)
   if (p.generate_hint) hint = generate_hint(p, plate, it.stem);
   if (p.swap_gb) swap_green_blue(plate);  // after the hint: it keys the plate as shot
@@ -102,6 +125,7 @@ ReadItem FrameReader::read_frame(size_t ci, int index) const {
   const auto& file = p.clip.input.frames[index];
   try {
     const auto t = Clock::now();
+    if (!p.generate_hint) check_shapes_from_headers(file, p.clip.hint.frames[index]);
     Image plate = io::read_image(file, max_pixels_);
     Image hint = p.generate_hint ? Image{} : io::read_image(p.clip.hint.frames[index], max_pixels_);
     return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t));

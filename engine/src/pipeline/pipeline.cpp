@@ -77,6 +77,7 @@ class Pipeline {
     summary_.clips = static_cast<int>(plan_.clips.size());
     summary_.frames_total = plan_.frames_total;
     summary_.frames_skipped = plan_.frames_skipped;
+    summary_.failures = plan_.clips_skipped;  // the summary names clips that were left out
     summary_.engine = impl_.info;
     assign_models();
     make_tasks();

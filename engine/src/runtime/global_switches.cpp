@@ -1,5 +1,7 @@
 #include "runtime/global_switches.h"
 
+#include "config/cpu_limit.h"
+
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
@@ -19,8 +21,15 @@ void apply_global_switches(const EngineOptions& o, bool uses_cuda, std::string& 
   static bool applied = false;
   static bool bench = false, tf32 = false;
   std::lock_guard<std::mutex> lock(m);
-  // Intra-op threads: the engine asked for a count (0 keeps LibTorch's one per core).
-  if (o.threads > 0 && at::get_num_threads() != o.threads) at::set_num_threads(o.threads);
+  // Intra-op threads: the engine asked for a count (0 keeps LibTorch's one per core), at
+  // most the CPUs this process may use (a farm slot's cpuset / quota, not the host's cores).
+  int threads = o.threads;
+  if (const int cap = config::usable_cpus(); threads > cap) {
+    note(notes, "threads " + std::to_string(threads) + ": this process may use " + std::to_string(cap) +
+                    " CPU(s) (affinity mask and cgroup CPU quota); using " + std::to_string(cap));
+    threads = cap;
+  }
+  if (threads > 0 && at::get_num_threads() != threads) at::set_num_threads(threads);
   if (!applied) {
     bench = !o.disable_cudnn_benchmark;
     tf32 = o.tf32;

@@ -1,0 +1,72 @@
+// Temporary files: every output is written under a short temporary name in its folder and
+// renamed when complete, so a reader never sees half a file. A run killed mid-write
+// (SIGKILL, power loss) leaves its temporary file behind; a later run removes it.
+//
+// Names: .ck-tmp-l.<host>.<pid>.<counter>[.<ext>]  (host: [A-Za-z0-9-]{1,24}; pid, counter:
+// decimal; ext: [A-Za-z0-9]{1,8}, the video container or "log"). The writer holds an
+// exclusive flock on the file from its creation to its rename, and only a file whose lock
+// can be taken is a dead writer's: process ids say nothing across PID namespaces
+// (containers on one host over one shared folder). Earlier versions wrote
+// .ck-tmp.<host>.<pid>.<counter>[.<ext>] without a lock; those still parse and are judged
+// by their pid, as those versions were. Recognition is strict: a name that starts with
+// .ck-tmp but does not parse (a user's file, a sync tool's copy) is never deleted, only
+// reported. Torch-free.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace corridorkey::io {
+
+struct TempName {
+  std::string host;
+  long pid = 0;
+  bool locked = false;  // written with a lock held (.ck-tmp-l.); else an earlier version's
+};
+
+/// The fields of a temporary file's name (file name only, no folder), or nullopt when the
+/// name is not exactly one the engine writes or wrote.
+std::optional<TempName> parse_temp_name(const std::string& filename);
+
+/// This host's name as temporary file names carry it.
+const std::string& temp_host_tag();
+
+/// A fresh temporary file for a write to `path` (in its folder; `suffix` appended, e.g. the
+/// container's extension), created and locked for as long as this object lives. Whatever
+/// then opens path() and writes it (OpenEXR, ffmpeg) writes the locked file.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& path, const std::string& suffix = "");
+  ~TempFile();  // removes the file unless committed, and releases the lock
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+  /// Renames the finished file to `final_path` (IoError naming it on failure).
+  void commit(const std::string& final_path);
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+struct TempCleanup {
+  int removed = 0;                        // left by dead writers of this host
+  std::vector<std::string> unrecognised;  // named like temporary files but not ours: kept
+  bool locks_refused = false;             // the filesystem refuses flock: nothing deleted
+};
+
+/// Removes temporary files in `dir` left by dead writers of this host: a lock that can be
+/// taken (earlier versions' names: a dead pid). Files of live writers and of other hosts (a
+/// shared farm folder) are left alone, and so are names that do not parse. Where the
+/// filesystem refuses locks (ENOLCK, EOPNOTSUPP: some CIFS, FUSE and Lustre mounts) nothing
+/// of this version is deleted: locks_refused says so.
+TempCleanup remove_stale_temp_files(const std::string& dir);
+
+/// Writes `path` atomically: `write_to(tmp_path)` into a TempFile, then a rename; the
+/// temporary file is removed on failure.
+void atomic_write(const std::string& path, const std::function<void(const std::string&)>& write_to);
+
+}  // namespace corridorkey::io

@@ -1,0 +1,216 @@
+#!/bin/bash
+# Hostile inputs through the real binary (issue 20, "Hardening, round three"): each case
+# is a real folder tree, the real CLI, and the exit code and message it must give.
+# Usage: cli_hardening.sh CLI WORKDIR   (CK_MAKE_CLIP: the test clip generator)
+set -u
+cli=$1; work=$2
+fail() { echo "FAIL: $*"; exit 1; }
+rm -rf "$work"; mkdir -p "$work"
+key() { "$cli" inference "$@" --profile original --device cpu; }
+"$CK_MAKE_CLIP" "$work/base" --frames 2 --size 160x90 --plate png --hint png --prefix f --digits 1 \
+  || fail "clip generation"
+
+# 1. Two clips with one folder name under one --output-root: usage error naming both paths,
+#    nothing created (before: seqB's frames silently replaced seqA's).
+mkdir -p "$work/seqA" "$work/seqB"
+cp -r "$work/base" "$work/seqA/sh010" && cp -r "$work/base" "$work/seqB/sh010"
+key "$work/seqA/sh010" "$work/seqB/sh010" --output-root "$work/out" --quiet 2> "$work/dup.txt"; rc=$?
+[ $rc -eq 2 ] || fail "same-named clips gave $rc, expected 2: $(cat "$work/dup.txt")"
+grep -q "seqA/sh010' and '.*seqB/sh010' would both write to" "$work/dup.txt" || fail "message: $(cat "$work/dup.txt")"
+[ ! -e "$work/out" ] || fail "output folders created for a refused run"
+#    Without --output-root each writes into its own clip folder: fine. Both key.
+key "$work/seqA" "$work/seqB" --quiet || fail "same names in their own folders"
+[ -f "$work/seqA/sh010/Output/Matte/f2.exr" ] && [ -f "$work/seqB/sh010/Output/Matte/f2.exr" ] || fail "outputs missing"
+
+# 6. A stray file named like a temporary file is left alone with a warning naming it, and
+#    the run keys (before: "error: stol", exit 1, on every later run of the clip).
+cp -r "$work/base" "$work/stray"
+mkdir -p "$work/stray/Output/Matte"
+echo mine > "$work/stray/Output/Matte/.ck-tmp.vm.abc.0"
+key "$work/stray" 2> "$work/stray.txt"; rc=$?
+[ $rc -eq 0 ] || fail "stray temp-like file gave $rc: $(cat "$work/stray.txt")"
+grep -q "not written by this engine: .ck-tmp.vm.abc.0" "$work/stray.txt" || fail "no warning: $(cat "$work/stray.txt")"
+[ "$(cat "$work/stray/Output/Matte/.ck-tmp.vm.abc.0")" = mine ] || fail "the stray file was touched"
+
+# 9. A closed event stream (`--json | head -1`) stops the events, not the keying: every
+#    frame written, one line on stderr, exit code of the frames (before: 141 after 1 frame).
+"$CK_MAKE_CLIP" "$work/pipe" --frames 6 --size 160x90 --plate png --hint png --prefix f --digits 1 \
+  || fail "clip generation"
+key "$work/pipe" --json 2> "$work/pipe.txt" | head -1 > "$work/pipe.head"
+rc=${PIPESTATUS[0]}
+[ $rc -eq 0 ] || fail "--json | head -1 gave $rc: $(cat "$work/pipe.txt")"
+grep -q '"event":"job_started"' "$work/pipe.head" || fail "first event: $(cat "$work/pipe.head")"
+[ "$(ls "$work/pipe/Output/Matte" | wc -l)" -eq 6 ] || fail "not every frame written after the stream closed"
+[ "$(grep -c "event stream (stdout) closed" "$work/pipe.txt")" -eq 1 ] || fail "stderr: $(cat "$work/pipe.txt")"
+[ "$(wc -l < "$work/pipe.txt")" -eq 1 ] || fail "more than one line on stderr: $(cat "$work/pipe.txt")"
+
+# 11. --json: a run that fails outright ends the stream with an error event (before: only
+#     text on stderr), with the exit code main() returns.
+key "$work/does-not-exist" --json > "$work/fail.ndjson" 2>/dev/null; rc=$?
+[ $rc -eq 3 ] || fail "missing clip gave $rc"
+"$CK_PYTHON" - "$work/fail.ndjson" <<'PY' || fail "no error event: $(cat "$work/fail.ndjson")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert ev[-1]["event"] == "error" and ev[-1]["kind"] == "input" and ev[-1]["exit_code"] == 3, ev
+assert "does-not-exist" in ev[-1]["message"], ev
+PY
+
+# 3. Names that are not UTF-8 travel losslessly in JSON events: each byte outside valid
+#    UTF-8 as \udcXX (Python's surrogateescape), so os.fsencode gives the bytes back
+#    (before: U+FFFD, which loses the name).
+mkdir -p "$work/latin/Input" "$work/latin/AlphaHint"
+cp "$work/base/Input/f1.png" "$work/latin/Input/$(printf 'pl\351te\377.png')"
+cp "$work/base/AlphaHint/f1.png" "$work/latin/AlphaHint/f1.png"
+key "$work/latin" --json > "$work/latin.ndjson" 2>/dev/null || fail "non-UTF-8 name: exit $?"
+"$CK_PYTHON" - "$work/latin.ndjson" "$work/latin/Input" <<'PY' || fail "names not lossless"
+import json, os, sys
+want = os.listdir(os.fsencode(sys.argv[2]))[0]
+got = [os.fsencode(os.path.basename(e["file"])) for e in map(json.loads, open(sys.argv[1]))
+       if e["event"] == "frame_done"]
+assert got == [want], (got, want)
+PY
+
+# 3. OpenJD exports quote every string: clips named 010, on, yes, true, 1.5 pass the real
+#    `openjd check` and come back as the same strings from a YAML reader (before: "String
+#    required", and 010 read as 8 or 10). A name that is not UTF-8 cannot be held by the
+#    YAML text: refused, exit 3, naming the path.
+venv_bin=$(dirname "$CK_PYTHON")
+mkdir -p "$work/yjob/clips"
+for n in 010 on yes true 1.5; do cp -r "$work/base" "$work/yjob/clips/$n"; done
+printf 'version: 1\nname: "007"\nclips_root: clips\nprofile: original\ndevice: cpu\nchunk_size: 1\n' > "$work/yjob/job.yaml"
+"$cli" job export "$work/yjob/job.yaml" --to openjd -o "$work/yjob/t.yaml" || fail "export openjd"
+"$venv_bin/openjd" check "$work/yjob/t.yaml" > "$work/yjob/check.txt" 2>&1 || fail "openjd check: $(cat "$work/yjob/check.txt")"
+"$CK_PYTHON" - "$work/yjob/t.yaml" <<'PY' || fail "YAML round trip"
+import sys, yaml
+t = yaml.safe_load(open(sys.argv[1]))
+assert t["name"] == "007", t["name"]
+clips = [s["script"]["actions"]["onRun"]["args"][4] for s in t["steps"]]
+assert clips == ["1.5", "010", "on", "true", "yes"], clips
+assert all(isinstance(s["name"], str) for s in t["steps"])
+PY
+cp -r "$work/base" "$work/yjob/clips/$(printf 'caf\351')"
+"$cli" job export "$work/yjob/job.yaml" --to openjd -o "$work/yjob/t2.yaml" 2> "$work/yjob/latin.txt"; rc=$?
+[ $rc -eq 3 ] && LC_ALL=C grep -q "clips/caf.*is not valid UTF-8" "$work/yjob/latin.txt" || fail "Latin-1 clip name: $rc $(cat "$work/yjob/latin.txt")"
+[ ! -e "$work/yjob/t2.yaml" ] || fail "a refused export was written"
+
+# 7. Export writes are checked: /dev/full is an error (before: exit 0), a file-size limit
+#    leaves the previous export whole and no temporary file, and -o naming the job file is
+#    refused with the job file unchanged.
+"$cli" job export "$work/yjob/job.yaml" --to slurm -o /dev/full 2> "$work/full.txt"; rc=$?
+[ $rc -eq 3 ] && grep -q "/dev/full: write failed (No space left on device)" "$work/full.txt" || fail "/dev/full: $rc $(cat "$work/full.txt")"
+rm -rf "$work/yjob/clips/caf"*
+"$cli" job export "$work/yjob/job.yaml" --to slurm -o "$work/yjob/job.sbatch" || fail "slurm export"
+before=$(cat "$work/yjob/job.sbatch")
+[ -x "$work/yjob/job.sbatch" ] || fail "sbatch script not executable"
+# (the message through a pipe: the limit would refuse a file for it too)
+msg=$( (ulimit -f 0; "$cli" job export "$work/yjob/job.yaml" --to slurm -o "$work/yjob/job.sbatch" 2>&1) ); rc=$?
+[ $rc -eq 3 ] && echo "$msg" | grep -q "job.sbatch: write failed (File too large)" || fail "size limit: $rc $msg"
+[ "$(cat "$work/yjob/job.sbatch")" = "$before" ] || fail "the previous export was damaged"
+[ -z "$(ls -A "$work/yjob" | grep ck-export)" ] || fail "temporary export file left: $(ls -A "$work/yjob")"
+cp "$work/yjob/job.yaml" "$work/yjob/job.yaml.orig"
+"$cli" job export "$work/yjob/job.yaml" --to openjd -o "$work/yjob/./job.yaml" 2> "$work/self.txt"; rc=$?
+[ $rc -eq 2 ] && grep -q "is the job file itself" "$work/self.txt" || fail "-o JOB: $rc $(cat "$work/self.txt")"
+cmp -s "$work/yjob/job.yaml" "$work/yjob/job.yaml.orig" || fail "the job file was overwritten"
+
+# 11. A video beside the image sequence in Input/ is ignored with a warning naming it
+#     (before: silently).
+cp -r "$work/base" "$work/mixed"
+printf 'not really a movie' > "$work/mixed/Input/reference.mov"
+key "$work/mixed" 2> "$work/mixed.txt" || fail "video beside images: exit $?"
+grep -q "Input: 1 video(s) ignored beside the image sequence: reference.mov" "$work/mixed.txt" || fail "no warning: $(cat "$work/mixed.txt")"
+[ "$(ls "$work/mixed/Output/Matte" | wc -l)" -eq 2 ] || fail "frames not keyed"
+
+# 11. --threads beyond the CPUs this process may use (here: an affinity mask of one CPU, as
+#     taskset or a Slurm cpuset gives) is bounded with a warning (before: accepted).
+cp -r "$work/base" "$work/threads"
+taskset -c "$(taskset -pc $$ | sed 's/.*: *//; s/[-,].*//')" "$cli" inference "$work/threads" \
+  --profile original --device cpu --threads 64 --frames 1 2> "$work/threads.txt" || fail "--threads 64: exit $?"
+grep -q "threads 64: this process may use 1 CPU(s) (affinity mask and cgroup CPU quota); using 1" \
+  "$work/threads.txt" || fail "no bound: $(cat "$work/threads.txt")"
+
+# 4. Symbolic link loops and unreadable folders: in a clips root the clip is skipped with a
+#    warning and the summary names it, the others are keyed; given directly, exit 3 naming
+#    the path (before: "filesystem error: status: Too many levels of symbolic links", exit 1,
+#    in inference, job validate, plan and run alike).
+mkdir -p "$work/lroot"
+cp -r "$work/base" "$work/lroot/good"
+ln -s loop "$work/lroot/loop"
+cp -r "$work/base" "$work/lroot/badframe" && ln -s f9.png "$work/lroot/badframe/Input/f9.png"
+cp -r "$work/base" "$work/lroot/locked" && chmod 000 "$work/lroot/locked/Input"
+# root bypasses permissions: drop the capabilities that let it (setpriv, util-linux)
+asuser=(); [ "$(id -u)" = 0 ] && asuser=(setpriv --bounding-set=-dac_override,-dac_read_search --)
+"${asuser[@]}" "$cli" inference "$work/lroot" --profile original --device cpu --json > "$work/loop.ndjson" 2> "$work/loop.txt"; rc=$?
+[ $rc -eq 0 ] || fail "clips root with loops gave $rc: $(cat "$work/loop.txt")"
+[ "$(ls "$work/lroot/good/Output/Matte" | wc -l)" -eq 2 ] || fail "the good clip was not keyed"
+"$CK_PYTHON" - "$work/loop.ndjson" "$work/lroot" <<'PY' || fail "loops not reported: $(cat "$work/loop.ndjson")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+root = sys.argv[2]
+warn = [e["message"] for e in ev if e["event"] == "warning"]
+summary = [e for e in ev if e["event"] == "summary"][0]
+for path, why in ((root + "/loop", "symbolic link loop"), (root + "/badframe/Input/f9.png", "symbolic link loop"),
+                  (root + "/locked/Input", "Permission denied")):
+    assert any(w.startswith(path + ": ") and why in w and w.endswith("clip skipped") for w in warn), (path, warn)
+    assert any(f.startswith(path + ": ") and why in f for f in summary["failures"]), (path, summary)
+assert summary["clips"] == 1 and summary["frames_done"] == 2, summary
+PY
+key "$work/lroot/badframe" --quiet 2> "$work/loop1.txt"; rc=$?
+[ $rc -eq 3 ] && grep -q "badframe/Input/f9.png: symbolic link loop" "$work/loop1.txt" || fail "loop in a clip: $rc $(cat "$work/loop1.txt")"
+key "$work/lroot/loop" --quiet 2> "$work/loop2.txt"; rc=$?
+[ $rc -eq 3 ] && grep -q "lroot/loop: symbolic link loop" "$work/loop2.txt" || fail "loop as the path: $rc $(cat "$work/loop2.txt")"
+printf 'version: 1\nclips_root: lroot\nprofile: original\ndevice: cpu\n' > "$work/loopjob.yaml"
+for sub in validate plan; do
+  "$cli" job $sub "$work/loopjob.yaml" > /dev/null 2> "$work/loopjob.txt"; rc=$?
+  [ $rc -eq 0 ] && grep -q "lroot/loop: symbolic link loop .*clip skipped" "$work/loopjob.txt" \
+    || fail "job $sub with a loop: $rc $(cat "$work/loopjob.txt")"
+done
+chmod 755 "$work/lroot/locked/Input"
+
+# 2. Frame discovery: dotfiles, Thumbs.db, .DS_Store ignored silently; other files named in
+#    one warning; an entry with a frame extension that cannot be read (FIFO, folder, device,
+#    undecodable) fails by its path: exit 3 with --on-error stop, exit 5 with skip; the
+#    frames keyed plus failed equal the frames found (before: "keyed 2/2" from 6 entries).
+cp -r "$work/base" "$work/entries"
+touch "$work/entries/Input/.hidden.png" "$work/entries/Input/Thumbs.db" "$work/entries/Input/.DS_Store"
+echo notes > "$work/entries/Input/notes.txt"
+mkfifo "$work/entries/Input/f3.png"
+mkdir "$work/entries/Input/f4.png"
+ln -s /dev/null "$work/entries/Input/f5.png"
+printf 'garbage' > "$work/entries/Input/f6.png"
+for i in 3 4 5 6; do cp "$work/base/AlphaHint/f1.png" "$work/entries/AlphaHint/f$i.png"; done
+timeout 120 "$cli" inference "$work/entries" --profile original --device cpu --on-error skip --read-workers 1 \
+  --json > "$work/entries.ndjson" 2> "$work/entries.err"; rc=$?
+[ $rc -eq 5 ] || fail "unreadable frames with skip gave $rc: $(tail -3 "$work/entries.ndjson")"
+"$CK_PYTHON" - "$work/entries.ndjson" "$work/entries/Input" <<'PY' || fail "frame entries: $(cat "$work/entries.ndjson")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+d = sys.argv[2]
+s = [e for e in ev if e["event"] == "summary"][0]
+assert s["frames_total"] == 6 and s["frames_done"] == 2 and s["frames_failed"] == 4, s
+failed = {e["file"]: e["message"] for e in ev if e["event"] == "frame_failed"}
+for f, why in (("f3.png", "FIFO"), ("f4.png", "is a folder"), ("f5.png", "is a device"), ("f6.png", "cannot decode")):
+    assert why in failed.get(d + "/" + f, ""), (f, failed)
+warn = [e["message"] for e in ev if e["event"] == "warning" and "ignored, not frames" in e["message"]]
+assert len(warn) == 1 and warn[0].endswith(": notes.txt"), warn
+PY
+timeout 120 "$cli" inference "$work/entries" --profile original --device cpu --read-workers 1 --quiet 2> "$work/entries.txt"; rc=$?
+[ $rc -eq 3 ] && grep -q "entries/Input/f3.png: is a FIFO" "$work/entries.txt" || fail "with stop: $rc $(cat "$work/entries.txt")"
+
+# 8. Temporary-file cleanup trusts locks, not pids: another process (as in another PID
+#    namespace, its pid dead here) holding the flock of its temporary file keeps it; once
+#    it lets go, the next run removes it (before: deleted as "left by a killed run").
+host=$(hostname | tr -cd 'A-Za-z0-9-' | cut -c1-24)
+(exit 0) & deadpid=$!; wait $deadpid
+tmpf="$work/stray/Output/Matte/.ck-tmp-l.$host.$deadpid.0"
+echo partial > "$tmpf"
+flock -x -o "$tmpf" sleep 60 > /dev/null 2>&1 & holder=$!  # -o: only flock holds the lock
+sleep 0.5
+sleeper=$(pgrep -P $holder)
+key "$work/stray" --skip-existing --quiet 2> "$work/lock1.txt" || fail "run beside a live writer: $(cat "$work/lock1.txt")"
+[ -f "$tmpf" ] || fail "a live writer's temporary file was deleted"
+kill $holder $sleeper; wait $holder 2>/dev/null
+key "$work/stray" --skip-existing 2> "$work/lock2.txt" || fail "second run: $(cat "$work/lock2.txt")"
+[ ! -e "$tmpf" ] || fail "a dead writer's temporary file was kept"
+grep -q "removed 1 temporary file(s) left by a killed run" "$work/lock2.txt" || fail "no warning: $(cat "$work/lock2.txt")"
+
+echo "cli hardening: ok"
