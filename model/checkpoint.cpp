@@ -2,6 +2,7 @@
 
 #include <corridorkey/errors.h>
 
+#include "json_reader.h"
 #include "safetensors.h"
 #include "torch_archive.h"
 
@@ -141,7 +142,7 @@ void Checkpoint::add(const std::string& raw_key, const torch::Tensor& t) {
   const auto key = strip_prefix(raw_key);
   if (ends_with(key, "num_batches_tracked")) return;  // training counter, unused at inference
   const bool added = index.emplace(key, tensors.size()).second;
-  CK_CHECK(added, ModelError, path, ": key '", key, "' appears twice",
+  CK_CHECK(added, ModelError, path, ": key '", json::printable(key), "' appears twice",
            key == raw_key ? "" : " (after removing the _orig_mod. prefix)");
   tensors.emplace_back(key, t);
 }
@@ -220,6 +221,15 @@ Checkpoint read_checkpoint(const std::string& path_in, const ReadOptions& opt) {
   Checkpoint ck;
   const std::string path = resolve_checkpoint_path(path_in, &ck.chosen_note);
   ck.path = path;
+  {  // Named before anything opens it: a FIFO would block open(), a link loop is not "missing".
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const auto st = fs::status(path, ec);
+    CK_CHECK(!ec || ec == std::errc::no_such_file_or_directory, IoError, path,
+             ": cannot reach the checkpoint file: ", ec.message());
+    CK_CHECK(st.type() == fs::file_type::regular || st.type() == fs::file_type::not_found,
+             IoError, path, ": checkpoint is not a regular file");
+  }
   if (safetensors::is_safetensors_file(path, /*truncated=*/true)) {
     ck.format = CheckpointFormat::Safetensors;
     try {
@@ -368,12 +378,13 @@ void load_weights(GreenFormerImpl& model, const Checkpoint& ck) {
   for (const auto& [key, src] : ck.tensors) {
     if (key.rfind("ltrm_stage", 0) == 0) continue;  // token-routing modules: TokenRouter::load
     auto it = targets.find(key);
-    CK_CHECK(it != targets.end(), ModelError, ck.path, ": unexpected key '", key,
+    CK_CHECK(it != targets.end(), ModelError, ck.path, ": unexpected key '", json::printable(key),
              "' (architecture ", model.config().arch, " has no such parameter)");
     // Integer or boolean tensors where the network has float weights would be converted
     // silently (a constant 0.5 matte).
-    CK_CHECK(at::isFloatingType(src.scalar_type()), ModelError, ck.path, ": key '", key,
-             "' holds ", src.scalar_type(), " values; GreenFormer weights are floating point");
+    CK_CHECK(at::isFloatingType(src.scalar_type()), ModelError, ck.path, ": key '",
+             json::printable(key), "' holds ", src.scalar_type(),
+             " values; GreenFormer weights are floating point");
     const auto& dst = it->second;
     const bool resize = key == "encoder.model.pos_embed" && src.dim() == 3 && src.sizes() != dst.sizes();
     CK_CHECK(resize || src.sizes() == dst.sizes(), ModelError, ck.path, ": shape mismatch for '",

@@ -179,6 +179,22 @@ const Value* Value::find(const std::string& key) const {
   return nullptr;
 }
 
+std::string printable(const std::string& s, size_t max) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    if (out.size() >= max) return out + "...";
+    if (c < 0x20 || c >= 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 std::string quote(const std::string& s) {
   std::string q = "\"";
   for (unsigned char c : s) {

@@ -38,6 +38,10 @@ struct Limits {
 /// Parses one JSON document. ModelError "<source>: <what> ..." when malformed.
 Value parse(const std::string& text, const std::string& source, const Limits& limits = {});
 
+/// `s` safe to print in a message: control bytes, DEL and every byte >= 0x80 as \xNN (a
+/// file's names must not drive the user's terminal), cut to `max` characters.
+std::string printable(const std::string& s, size_t max = 200);
+
 /// JSON string literal of `s` (quotes and escapes), for writers.
 std::string quote(const std::string& s);
 

@@ -58,7 +58,7 @@ uint64_t read_le64(const unsigned char* p) {
 }
 
 std::string tensor_ctx(const std::string& path, const std::string& name) {
-  return path + ": tensor '" + name.substr(0, 200) + "'";
+  return path + ": tensor '" + json::printable(name, 200) + "'";
 }
 
 int64_t json_uint(const json::Value& v, const std::string& ctx, const char* what) {
@@ -79,10 +79,10 @@ TensorEntry parse_entry(const std::string& name, const json::Value& v, const std
            ": missing or non-string 'dtype'");
   e.dtype_name = dt->s;
   const auto* info = find_dtype(dt->s);
-  CK_CHECK(!kUnsupported.count(dt->s), ModelError, ctx, ": dtype ", dt->s,
+  CK_CHECK(!kUnsupported.count(dt->s), ModelError, ctx, ": dtype ", dt->s,  // a known name
            " is not supported (the engine reads BOOL, U8, I8, I16, I32, I64, F8_E4M3, "
            "F8_E5M2, F16, BF16, F32, F64)");
-  CK_CHECK(info, ModelError, ctx, ": unknown dtype '", dt->s.substr(0, 40), "'");
+  CK_CHECK(info, ModelError, ctx, ": unknown dtype '", json::printable(dt->s, 40), "'");
   e.dtype = info->type;
 
   const auto* shape = v.find("shape");
@@ -145,6 +145,19 @@ struct Fd {
   }
 };
 
+/// Opens a regular file for reading without ever blocking: a FIFO named like a checkpoint
+/// would otherwise hang open() until a writer comes, beyond the reach of SIGTERM.
+int open_regular(const std::string& path, struct stat& st) {
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return -1;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced between stat and open
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 void read_all(int fd, char* dst, uint64_t n, const std::string& path) {
   uint64_t done = 0;
   while (done < n) {
@@ -203,10 +216,9 @@ bool looks_like(const unsigned char* head, size_t head_len, uint64_t file_size) 
 
 bool is_safetensors_file(const std::string& path, bool truncated) {
   Fd f;
-  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f.fd < 0) return false;
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  f.fd = open_regular(path, st);
+  if (f.fd < 0) return false;
   unsigned char head[9];
   const ssize_t r = ::pread(f.fd, head, sizeof head, 0);
   if (r != static_cast<ssize_t>(sizeof head)) return false;
@@ -252,7 +264,7 @@ Header parse_header(const char* bytes, size_t n, uint64_t file_size, const std::
                  ": __metadata__ '", v.keys[m].substr(0, 80), "' must be a string, found ",
                  v.values[m].text(40));
         CK_CHECK(mkeys.insert(v.keys[m]).second, ModelError, path, ": __metadata__ key '",
-                 v.keys[m].substr(0, 80), "' appears twice");
+                 json::printable(v.keys[m], 80), "' appears twice");
         h.metadata.emplace_back(v.keys[m], v.values[m].s);
       }
       continue;
@@ -272,18 +284,17 @@ Header parse_header(const char* bytes, size_t n, uint64_t file_size, const std::
   for (size_t i = 1; i < by_offset.size(); ++i)
     CK_CHECK(by_offset[i]->begin >= by_offset[i - 1]->end, ModelError,
              tensor_ctx(path, by_offset[i]->name), ": data_offsets [", by_offset[i]->begin, ", ",
-             by_offset[i]->end, "] overlap tensor '", by_offset[i - 1]->name.substr(0, 200), "' [",
+             by_offset[i]->end, "] overlap tensor '", json::printable(by_offset[i - 1]->name, 200), "' [",
              by_offset[i - 1]->begin, ", ", by_offset[i - 1]->end, "]");
   return h;
 }
 
 File read_file(const std::string& path, Access access) {
   Fd f;
-  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  CK_CHECK(f.fd >= 0, IoError, path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
-  CK_CHECK(::fstat(f.fd, &st) == 0, IoError, path, ": cannot stat: ", std::strerror(errno));
-  CK_CHECK(S_ISREG(st.st_mode), IoError, path, ": not a regular file");
+  f.fd = open_regular(path, st);
+  CK_CHECK(f.fd >= 0, IoError, path, ": cannot open as a regular file: ",
+           errno ? std::strerror(errno) : "not a regular file");
   const auto size = static_cast<uint64_t>(st.st_size);
   CK_CHECK(size >= 8, ModelError, path, ": truncated safetensors file (", size, " bytes)");
   // The header is checked from a small read before the file is mapped or read whole.
@@ -361,6 +372,13 @@ void write_file(const std::string& path, const std::vector<std::pair<std::string
   header.append((8 - (8 + header.size()) % 8) % 8, ' ');  // data starts 8-byte aligned
 
   const fs::path target(path);
+  {  // The rename would replace whatever is there: only ever a regular file (not /dev/full,
+     // a FIFO, or a symbolic link, whose own name would be replaced, not its target).
+    std::error_code ec;
+    const auto st = fs::symlink_status(target, ec);
+    CK_CHECK(st.type() == fs::file_type::not_found || st.type() == fs::file_type::regular,
+             IoError, path, ": exists and is not a regular file; refusing to replace it");
+  }
   const fs::path tmp = target.parent_path() /
                        (".ck-tmp." + target.filename().string() + "." + std::to_string(::getpid()));
   std::unique_ptr<FILE, int (*)(FILE*)> out(std::fopen(tmp.c_str(), "wb"), std::fclose);

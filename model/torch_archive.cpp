@@ -234,8 +234,8 @@ TorchArchive read_torch_archive(const std::string& path) {
       ar.format = ArchiveFormat::Legacy;
       read_legacy(ar, size);
     } else {
-      throw ModelError(path + ": not a checkpoint (expected a TorchScript archive or a "
-                       "torch.save file)");
+      throw ModelError(path + ": not a checkpoint (expected a safetensors file, a "
+                       "TorchScript archive or a torch.save file)");
     }
   } catch (const c10::Error& e) {
     throw ModelError(path + ": cannot read checkpoint: " + e.what_without_backtrace());

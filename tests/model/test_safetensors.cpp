@@ -14,6 +14,7 @@
 #include "support/support.h"
 
 #include <cstring>
+#include <sys/stat.h>
 #include <filesystem>
 #include <fstream>
 
@@ -364,4 +365,39 @@ TEST_CASE("NaN and Inf weights are refused in every float dtype, wherever they s
   for (auto& [k, t] : ck.tensors)
     if (k == "refiner.final.weight") t.view(-1)[3] = std::nan("");
   CHECK_THROWS_WITH(model::load_weights(*net, ck), Contains("refiner.final.weight"));
+}
+
+TEST_CASE("checkpoint paths that are not regular files are refused without opening them", "[model]") {
+  const auto dir = ck_test::temp_dir("st_special");
+  // A FIFO would block open() until a writer came (and SIGTERM cannot end a blocked open).
+  const auto fifo = (dir / "fifo.safetensors").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(model::read_checkpoint(fifo), Contains(fifo) && Contains("not a regular file"));
+  CHECK_FALSE(st::is_safetensors_file(fifo));
+  CHECK_THROWS_AS(st::read_file(fifo, st::Access::Map), IoError);
+  // A symbolic link loop is named as such, not as a missing file.
+  fs::create_symlink(dir / "b.safetensors", dir / "a.safetensors");
+  fs::create_symlink(dir / "a.safetensors", dir / "b.safetensors");
+  CHECK_THROWS_WITH(model::read_checkpoint((dir / "a.safetensors").string()),
+                    Contains("cannot reach") && !Contains("does not exist"));
+  // convert / write_file never replace a FIFO, a device or a symbolic link by renaming over it.
+  std::vector<std::pair<std::string, torch::Tensor>> t{{"x", torch::ones({2})}};
+  CHECK_THROWS_WITH(st::write_file(fifo, t, {}), Contains("not a regular file"));
+  fs::create_directories(dir / "tgt");
+  fs::create_symlink(dir / "tgt" / "real.safetensors", dir / "lnk.safetensors");
+  CHECK_THROWS_AS(convert_checkpoint(ck_test::fixture("tiny128.pth"), (dir / "lnk.safetensors").string()), IoError);
+  CHECK(fs::is_symlink(dir / "lnk.safetensors"));
+  CHECK(fs::is_fifo(fifo));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("names from a file are printed with control bytes escaped", "[model]") {
+  const auto dir = ck_test::temp_dir("st_names");
+  const std::string evil = "x\\u001b]0;PWNED\\u0007\\u0000tail";
+  const auto p = write_raw(dir / "esc.safetensors",
+                           "{\"" + evil + "\":{\"dtype\":\"F33\",\"shape\":[1],\"data_offsets\":[0,4]}}", floats(1));
+  const auto msg = refusal(p);
+  CHECK_THAT(msg, Contains("x\\x1b]0;PWNED\\x07\\x00tail"));
+  for (char c : msg) CHECK((static_cast<unsigned char>(c) >= 0x20 && c != 0x7f));
+  fs::remove_all(dir);
 }
