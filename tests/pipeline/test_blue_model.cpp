@@ -134,6 +134,9 @@ TEST_CASE("one job keys its green clip with the main model and its blue clip wit
   (void)run(opts(main_ck, blue_ck), job_for({green}, root / "green_only"));
   CHECK(corridorkey::detail::checkpoint_loads() == before + 1);
 
+  // A blue model path that does not exist is an error even when no clip is blue.
+  CHECK_THROWS_WITH(run(opts(main_ck, (root / "typo.safetensors").string()), job_for({green}, root / "typo")),
+                    Contains("checkpoint_blue") && Contains("typo.safetensors"));
   // A blue file that is not a GreenFormer is a ModelError naming it.
   CHECK_THROWS_WITH(run(opts(main_ck, ck_test::fixture("dtypes.safetensors")), job_for({blue}, root / "bad")),
                     Contains("checkpoint_blue") && Contains("dtypes.safetensors"));

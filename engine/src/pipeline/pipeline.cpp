@@ -19,6 +19,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -384,6 +385,10 @@ EngineOptions blue_engine_options(const EngineOptions& main) {
 
 BlueEngineSource lazy_blue_engine(const EngineOptions& main, std::unique_ptr<BaseEngine>& holder) {
   if (main.checkpoint_blue.empty()) return [] { return static_cast<BaseEngine*>(nullptr); };
+  // Loaded only if a clip is blue, but a typo in the path is reported on every run.
+  std::error_code ec;
+  CK_CHECK(std::filesystem::exists(main.checkpoint_blue, ec), IoError, "checkpoint_blue: ",
+           main.checkpoint_blue, ": does not exist");
   return [opts = blue_engine_options(main), &holder]() {
     if (!holder) {
       try {
