@@ -39,8 +39,7 @@ ConvertReport convert_checkpoint(const std::string& input, const std::string& ou
     rep.ignored = ck.ignored_entries;
     {  // What is written must key: the network is built and loaded strictly first.
       model::GreenFormer net(ck.config);
-      auto copy = ck;
-      model::load_weights(*net, copy);
+      model::load_weights(*net, ck);
     }
     std::vector<std::pair<std::string, std::string>> meta{
         {"format", "pt"},  // what safetensors.torch writes; other readers look for it

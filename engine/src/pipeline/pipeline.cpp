@@ -23,6 +23,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <type_traits>
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -391,14 +392,21 @@ BlueEngineSource lazy_blue_engine(const EngineOptions& main, std::unique_ptr<Bas
            main.checkpoint_blue, ": does not exist");
   return [opts = blue_engine_options(main), &holder]() {
     if (!holder) {
+      // The same error class (and so exit code), saying which of the two models failed.
+      auto prefixed = [](const auto& e) {
+        using E = std::decay_t<decltype(e)>;
+        return E(std::string("checkpoint_blue: ") + e.what());
+      };
       try {
         holder = create_engine(opts);
       } catch (const ModelError& e) {
-        throw ModelError(std::string("checkpoint_blue: ") + e.what());
+        throw prefixed(e);
       } catch (const IoError& e) {
-        throw IoError(std::string("checkpoint_blue: ") + e.what());
+        throw prefixed(e);
       } catch (const ConfigError& e) {
-        throw ConfigError(std::string("checkpoint_blue: ") + e.what());
+        throw prefixed(e);
+      } catch (const DeviceError& e) {
+        throw prefixed(e);
       }
     }
     return holder.get();
