@@ -12,6 +12,14 @@ input, thread count and precision:
   reference-fast  the best plain-PyTorch setting for the device: on a CPU with bf16 (AMX or
                   avx512_bf16) bf16 weights + channels-last, on CUDA fp16 weights +
                   channels-last, otherwise fp32 channels-last
+  reference-upstream
+                  the reference package itself: CorridorKeyModule.core.model_transformer's
+                  GreenFormer imported from a CorridorKey checkout (--reference-dir), its own
+                  forward, timed by hooks; hiera_base_plus only, as that class hard-codes it
+
+All variants run as the reference's CorridorKeyEngine.process_frame does on this device:
+under torch.inference_mode, with no autocast on a CPU (its precision "auto" is fp32 there),
+the model's in-place ReLUs and residual adds included (greenformer_ref.py).
 
   python tools/bench_reference.py --weights W.pt --input X.pt --arch hiera_base_plus \
       --img-size 1024 --variant reference --precision float32 --threads 2 --frames 3 \
@@ -109,13 +117,53 @@ def timed_forward(model, x, sync):
     return alpha, fg, ((t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3)
 
 
+def build_upstream(reference_dir: str, img_size: int) -> torch.nn.Module:
+    """The checkout's own GreenFormer. Its constructor prints progress; that goes to stderr
+    so that stdout stays one JSON line."""
+    root = os.path.abspath(reference_dir)
+    pkg = os.path.join(root, "CorridorKeyModule", "core", "model_transformer.py")
+    if not os.path.isfile(pkg):
+        raise SystemExit(f"--reference-dir {reference_dir}: {pkg} not found (expected a "
+                         "CorridorKey checkout, the folder that holds CorridorKeyModule/)")
+    # The module file alone (it imports only torch and timm): the package's __init__ may
+    # pull in the checkout's whole application.
+    import contextlib
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ck_upstream_model_transformer", pkg)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with contextlib.redirect_stdout(sys.stderr):
+        return mod.GreenFormer(img_size=img_size)
+
+
+def hooked_forward(model):
+    """Times the upstream model's own forward by stage with hooks, so nothing of it is
+    re-implemented here: encoder, both decoders, then upsampling + refiner + sigmoids."""
+    marks = {}
+    model.encoder.register_forward_hook(lambda *_: marks.__setitem__("enc", time.perf_counter()))
+    model.fg_decoder.register_forward_hook(lambda *_: marks.__setitem__("dec", time.perf_counter()))
+
+    def run(x, sync):
+        t0 = time.perf_counter()
+        out = model(x)
+        sync()
+        t3 = time.perf_counter()
+        # A checkout whose GreenFormer is wrapped by torch.compile may skip Python hooks:
+        # then only the total is known.
+        t1, t2 = marks.pop("enc", t0), marks.pop("dec", t0)
+        return out["alpha"], out["fg"], ((t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3,
+                                         (t3 - t0) * 1e3)
+    return run
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--weights", required=True)
     ap.add_argument("--input", required=True, help="torch.save {'input': [1,4,S,S]}")
     ap.add_argument("--arch", required=True, choices=sorted(gr.CONFIGS))
     ap.add_argument("--img-size", type=int, required=True)
-    ap.add_argument("--variant", required=True, choices=("reference", "reference-5d", "reference-fast"))
+    ap.add_argument("--variant", required=True, choices=("reference", "reference-5d", "reference-fast", "reference-upstream"))
+    ap.add_argument("--reference-dir", help="CorridorKey checkout (reference-upstream)")
     ap.add_argument("--precision", default="float32", choices=sorted(DTYPES))
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--frames", type=int, default=3)
@@ -126,9 +174,16 @@ def main(argv=None) -> int:
 
     if a.threads > 0:
         torch.set_num_threads(a.threads)
-    torch.set_grad_enabled(False)
     dev = torch.device(a.device)
-    model = gr.build_greenformer(a.arch, a.img_size)
+    if a.variant == "reference-upstream":
+        if not a.reference_dir:
+            raise SystemExit("reference-upstream needs --reference-dir (a CorridorKey checkout)")
+        if a.arch != "hiera_base_plus":
+            raise SystemExit(f"reference-upstream runs hiera_base_plus only (the reference's "
+                             f"GreenFormer hard-codes it), not {a.arch}")
+        model = build_upstream(a.reference_dir, a.img_size)
+    else:
+        model = gr.build_greenformer(a.arch, a.img_size)
     sd = load_dict(a.weights)
     missing, unexpected = model.load_state_dict(sd, strict=False)
     missing = [k for k in missing if not k.endswith("num_batches_tracked")]
@@ -155,13 +210,16 @@ def main(argv=None) -> int:
         x = x.contiguous(memory_format=torch.channels_last)
     sync = (lambda: torch.cuda.synchronize()) if dev.type == "cuda" else (lambda: None)
 
+    forward = (hooked_forward(model) if a.variant == "reference-upstream"
+               else lambda inp, s: timed_forward(model, inp, s))
     rss_before = rss_mib()
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
     times = []
     alpha = fg = None
     for i in range(a.warmup + a.frames):
-        alpha, fg, t = timed_forward(model, x, sync)
+        with torch.inference_mode():
+            alpha, fg, t = forward(x, sync)
         if i >= a.warmup:
             times.append(t)
     med = [statistics.median(s) for s in zip(*times)]

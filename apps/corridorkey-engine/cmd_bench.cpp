@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -27,8 +28,11 @@ void add_bench(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   b->random_arch = "hiera_base_plus";
   cmd->add_option("--img-size", b->img_size, "model resolution (multiple of 32)")->capture_default_str();
-  cmd->add_option("--profile", *profiles, "profile to run, NAME or NAME:field=value[,...], or a PyTorch eager row: reference, reference-5d, reference-fast (repeat; the first row is the base of ratio and drift)")
+  cmd->add_option("--profile", *profiles, "profile to run, NAME or NAME:field=value[,...], or a PyTorch eager row: reference, reference-5d, reference-fast, reference-upstream (needs --reference-dir) (repeat; the first row is the base of ratio and drift)")
       ->take_all();
+  cmd->add_option("--reference-dir", b->reference_dir,
+                  "a CorridorKey checkout: adds the row reference-upstream (its own GreenFormer "
+                  "and forward, same weights and input) unless --profile lists it");
   cmd->add_option("--frames", b->frames, "timed frames per profile")->capture_default_str();
   cmd->add_option("--warmup", b->warmup, "untimed frames first")->capture_default_str();
   cmd->add_option("--seed", b->seed, "input / weight seed")->capture_default_str();
@@ -97,6 +101,9 @@ void add_bench(CLI::App& app, int& exit_code) {
     }
     if (!*random) b->random_arch.clear();
     if (!profiles->empty()) b->profiles = *profiles;
+    if (!b->reference_dir.empty() &&
+        std::find(b->profiles.begin(), b->profiles.end(), "reference-upstream") == b->profiles.end())
+      b->profiles.push_back("reference-upstream");
     if (b->pipeline) {
       if (std::sscanf(clip_size->c_str(), "%dx%d", &b->pipeline_width, &b->pipeline_height) != 2)
         throw ConfigError("--clip-size: invalid value '" + *clip_size + "' (expected WxH, e.g. 3840x2160)");

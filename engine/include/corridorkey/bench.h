@@ -20,9 +20,14 @@ struct BenchOptions {
   int64_t img_size = 512;
   std::string device = "auto";
   /// Profiles to run (NAME or NAME:field=value,...), plus the PyTorch eager reference rows
-  /// "reference", "reference-5d", "reference-fast" (tools/bench_reference.py in the venv).
+  /// "reference", "reference-5d", "reference-fast" (tools/bench_reference.py in the venv)
+  /// and "reference-upstream" (the reference package itself, from reference_dir).
   /// The first row is the base of the drift and ratio columns.
   std::vector<std::string> profiles{"original", "optimized"};
+  /// A CorridorKey checkout (the folder holding CorridorKeyModule/): the
+  /// "reference-upstream" row imports its GreenFormer and runs its own forward, so that
+  /// anyone can check the "reference" row against the real thing.
+  std::string reference_dir;
   /// Profile-field overrides applied to every profile (e.g. {"model_precision","float32"}).
   std::vector<std::pair<std::string, std::string>> overrides;
   int frames = 3;                      // timed frames per profile

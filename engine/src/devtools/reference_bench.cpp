@@ -62,7 +62,8 @@ std::string run(const std::string& cmd) {
 }  // namespace
 
 bool is_reference_row(const std::string& p) {
-  return p == "reference" || p == "reference-5d" || p == "reference-fast";
+  return p == "reference" || p == "reference-5d" || p == "reference-fast" ||
+         p == "reference-upstream";
 }
 
 BenchRow run_reference_row(const BenchOptions& b, const std::string& variant,
@@ -71,6 +72,14 @@ BenchRow run_reference_row(const BenchOptions& b, const std::string& variant,
   const std::string python = env_py && *env_py ? env_py : CK_BENCH_PYTHON;
   const fs::path script = fs::path(CK_SOURCE_TOOLS_DIR) / "bench_reference.py";
   std::error_code ec;
+  if (variant == "reference-upstream") {
+    CK_CHECK(!b.reference_dir.empty(), ConfigError,
+             "bench --profile reference-upstream needs --reference-dir DIR (a CorridorKey "
+             "checkout, the folder that holds CorridorKeyModule/)");
+    const auto mt = fs::path(b.reference_dir) / "CorridorKeyModule" / "core" / "model_transformer.py";
+    CK_CHECK(fs::is_regular_file(mt, ec), ConfigError, "--reference-dir ", b.reference_dir, ": ",
+             mt.string(), " not found (expected a CorridorKey checkout)");
+  }
   CK_CHECK(fs::exists(script, ec), ConfigError, "bench --profile ", variant, ": ",
            script.string(), " not found (reference rows need the source tree's tools/)");
   const auto dir = fs::temp_directory_path() / ("ck_bench_ref_" + std::to_string(::getpid()));
@@ -104,7 +113,8 @@ BenchRow run_reference_row(const BenchOptions& b, const std::string& variant,
       std::to_string(b.img_size) + " --variant " + variant + " --precision " + precision +
       " --threads " + std::to_string(at::get_num_threads()) + " --frames " +
       std::to_string(b.frames) + " --warmup " + std::to_string(b.warmup) + " --device " +
-      quote(device) + " --output " + quote((dir / "out.pt").string());
+      quote(device) + " --output " + quote((dir / "out.pt").string()) +
+      (variant == "reference-upstream" ? " --reference-dir " + quote(b.reference_dir) : "");
   const auto out = run(cmd);
   const auto nl = out.find_last_of('{');
   CK_CHECK(nl != std::string::npos, ModelError, "reference benchmark printed no result:\n", out);
