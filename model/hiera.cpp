@@ -82,6 +82,12 @@ void HieraImpl::set_flash_attention(bool on) {
   for (auto& b : block_refs_) b->attn->flash_4d = on;
 }
 
+void HieraImpl::set_native_attention_by_stage(bool stage3, bool stage4) {
+  const int64_t last_width = block_refs_.empty() ? 0 : block_refs_.back()->attn->spec().dim_out;
+  for (auto& b : block_refs_)
+    b->attn->native_attention = b->attn->spec().dim_out == last_width ? stage4 : stage3;
+}
+
 void HieraImpl::set_native_attention(bool on) {
   for (auto& b : block_refs_) b->attn->native_attention = on;
 }

@@ -154,7 +154,11 @@ void add_bench(CLI::App& app, int& exit_code) {
                          {"device_peak_reserved", r.peak.device_peak_reserved},
                          {"alpha_max_diff", r.alpha_max_diff}, {"fg_max_diff", r.fg_max_diff},
                          {"ratio", r.ratio}, {"process_peak_rss", r.process_peak_rss},
-                         {"routed_stage2", r.routed_stage2}, {"routed_stage3", r.routed_stage3}};
+                         {"routed_stage2", r.routed_stage2}, {"routed_stage3", r.routed_stage3},
+                         {"attention", r.info.attention}, {"refiner", r.info.refiner},
+                         {"tune_origin", r.info.tune.origin}};
+        for (const auto& d : r.info.tune.decisions)
+          j["tune"][d.option] = {{"value", d.value}, {"source", d.source}, {"why", d.why}};
         for (const auto& op : r.top_ops)
           j["top_ops"].push_back({{"name", op.name}, {"self_ms", op.self_ms}, {"calls", op.calls}});
         std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
@@ -164,6 +168,12 @@ void add_bench(CLI::App& app, int& exit_code) {
                     r.ratio, r.min_ms, r.max_ms, r.median_stages.encoder_ms, r.median_stages.decoders_ms,
                     r.median_stages.refiner_ms, mib(r.peak.host_peak_allocated),
                     mib(r.peak.host_peak_rss_growth), r.alpha_max_diff, r.fg_max_diff);
+        if (!r.info.tune.decisions.empty()) {
+          const auto* d = r.info.tune.find("model_precision");
+          std::printf("%-30s ran: precision %s (%s), attention %s, refiner %s\n", "",
+                      r.precision.c_str(), d ? d->source.c_str() : "flag", r.info.attention.c_str(),
+                      r.info.refiner.c_str());
+        }
         if (r.process_peak_rss)
           std::printf("%-30s PyTorch process peak RSS %.1f MiB\n", "", mib(r.process_peak_rss));
         if (r.peak.encoder_peak + r.peak.refiner_peak)

@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include <corridorkey/system.h>
+#include <corridorkey/tune.h>
 
 #include <nlohmann/json.hpp>
 
@@ -28,7 +29,10 @@ void add_info(CLI::App& app, int& exit_code) {
                                 {"onednn", s.cpu.onednn}}},
                        {"auto_precision", {{"cpu", s.auto_precision_cpu},
                                            {"cuda", s.auto_precision_cuda}}},
+                       {"tune_cache", tune_cache_path()},
+                       {"tune_plans", nlohmann::json::object()},
                        {"cuda_devices", nlohmann::json::array()}};
+      for (const auto& [key, summary] : tune_cache_entries()) j["tune_plans"][key] = summary;
       for (const auto& d : s.cuda)
         j["cuda_devices"].push_back({{"index", d.index}, {"name", d.name},
                                      {"total_memory_bytes", d.total_memory_bytes},
@@ -52,8 +56,18 @@ void add_info(CLI::App& app, int& exit_code) {
                   s.cpu.avx512_bf16 ? "yes" : "no", s.cpu.amx ? "yes" : "no");
       std::printf("oneDNN            %s\n", s.cpu.onednn ? "available (convolutions and bf16 "
                   "GEMMs run through it; `bench --ops` shows aten::mkldnn_convolution)" : "not built in");
-      std::printf("precision auto    cpu: %s, cuda: %s\n", s.auto_precision_cpu.c_str(),
-                  s.auto_precision_cuda.c_str());
+      std::printf("precision auto    cpu: %s, cuda: %s (flag rule; with tune auto the measured "
+                  "plan decides on a CPU)\n", s.auto_precision_cpu.c_str(), s.auto_precision_cuda.c_str());
+      std::printf("tune cache        %s\n", tune_cache_path().c_str());
+      for (const auto& [key, summary] : tune_cache_entries()) {
+        std::printf("  %s\n", key.c_str());
+        std::string line;
+        for (char c : summary) {
+          if (c != '\n') { line += c; continue; }
+          std::printf("    %s\n", line.c_str());
+          line.clear();
+        }
+      }
     }
     exit_code = kOk;
   });

@@ -4,6 +4,8 @@
 
 #include <corridorkey/errors.h>
 #include <corridorkey/job.h>
+#include <corridorkey/profile.h>
+#include <corridorkey/tune.h>
 
 #include <nlohmann/json.hpp>
 
@@ -77,6 +79,8 @@ void add_job(CLI::App& app, int& exit_code) {
     const auto jf = job_frames(j);
     for (const auto& w : jf.skipped) std::fprintf(stderr, "warning: %s\n", w.c_str());
     print_chunks(plan_chunks(jf, *chunks_n, j.chunk_size), j);
+    const auto [p, how] = planned_precision(j.engine);
+    std::printf("precision: %s (%s); `job export` pins it for every chunk\n", to_string(p), how.c_str());
     exit_code = kOk;
   });
 
@@ -92,8 +96,18 @@ void add_job(CLI::App& app, int& exit_code) {
   run->add_option("--frames", *frames, "A-B[,C-D]: these frames of every selected clip");
   run->add_flag("--json", *json, "NDJSON events on stdout");
   run->add_flag("--quiet", *quiet, "no per-chunk summary");
+  auto precision = std::make_shared<std::string>();
+  run->add_option("--precision", *precision,
+                  "model_precision for this chunk (job export pins the planning machine's, so "
+                  "that chunks on different node types give the same matte)");
   run->callback([=, &exit_code] {
     auto j = load_job(*file);
+    if (!precision->empty()) set_profile_field(j.engine, "model_precision", *precision, "--precision");
+    else if (!chunk->empty() && j.engine.model_precision == Precision::Auto && j.engine.tune != TuneMode::Off)
+      std::fprintf(stderr, "warning: %s: model_precision auto in a chunk: this node's measured plan "
+                           "picks it, and chunks on other node types may pick another (the matte "
+                           "then flickers between chunks); `job export` pins one, or set "
+                           "model_precision in the job\n", file->c_str());
     if (!frames->empty())
       for (auto& c : j.clips) c.frames = *frames;
     auto jf = job_frames(j);
@@ -155,8 +169,9 @@ void add_job(CLI::App& app, int& exit_code) {
   exp->add_option("-o,--output", *out, "file to write (default: stdout)");
   exp->add_option("--log-dir", *log_dir, "slurm: folder for the tasks' logs (default: the job's folder)");
   exp->callback([=, &exit_code] {
-    const auto j = load_job(*file);
+    auto j = load_job(*file);
     const auto jf = job_frames(j);
+    j.pinned_precision = to_string(planned_precision(j.engine).first);
     std::string text;
     if (*to == "openjd") {
       text = export_openjd(j, jf, self_path());

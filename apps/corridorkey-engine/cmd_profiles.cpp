@@ -3,6 +3,7 @@
 
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
+#include <corridorkey/tune.h>
 
 #include <cstdio>
 #include <iostream>
@@ -31,7 +32,23 @@ void add_profiles(CLI::App& app, int& exit_code) {
     if (o.model_precision == Precision::Auto)
       std::cout << "# model_precision auto resolves on this machine to: cpu "
                 << to_string(resolve_precision(Precision::Auto, "cpu")) << ", cuda/mps "
-                << to_string(resolve_precision(Precision::Auto, "cuda")) << "\n";
+                << to_string(resolve_precision(Precision::Auto, "cuda")) << " by the flag rule"
+                << (o.tune != TuneMode::Off ? "; with tune on, the measured plan decides on a CPU "
+                                              "(`corridorkey-engine tune --profile NAME` times it)"
+                                            : "")
+                << "\n";
+    if (o.tune != TuneMode::Off) {
+      std::cout << "# measured plans cached in " << tune_cache_path() << ":\n";
+      for (const auto& [key, summary] : tune_cache_entries()) {
+        std::cout << "#   " << key << "\n";
+        std::string line;
+        for (char c : summary) {
+          if (c != '\n') { line += c; continue; }
+          std::cout << "#     " << line << "\n";
+          line.clear();
+        }
+      }
+    }
     exit_code = kOk;
   });
 }

@@ -23,5 +23,6 @@ void add_bench(CLI::App& app, int& exit_code);
 void add_inference(CLI::App& app, int& exit_code);
 void add_job(CLI::App& app, int& exit_code);
 void add_convert(CLI::App& app, int& exit_code);
+void add_tune(CLI::App& app, int& exit_code);
 
 }  // namespace corridorkey::cli

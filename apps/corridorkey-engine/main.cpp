@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   cli::add_inference(app, exit_code);
   cli::add_job(app, exit_code);
   cli::add_convert(app, exit_code);
+  cli::add_tune(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -217,7 +217,7 @@ class Checker {
         v.flash_attention = true;
       });
       auto nat = bf;
-      nat.native_attention = true;
+      nat.native_attention = corridorkey::AutoSwitch::On;
       bound("native bf16 attention vs LibTorch bf16 SDPA", bf, nat, 3e-2);
     }
     if (dev_.is_cuda()) {

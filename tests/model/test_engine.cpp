@@ -101,6 +101,7 @@ TEST_CASE("fused refiner GroupNorms: fp32 alpha/fg within 1e-5 of the eager refi
 
 TEST_CASE("refiner tiling follows the memory budget", "[model]") {
   auto o = tiny("optimized");
+  o.tune = TuneMode::Off;  // the memory rule alone (with tune on, a trial may choose tiling)
   o.model_precision = Precision::Float32;
   o.tiled_refiner = RefinerTiling::Auto;
   o.tile_size = 64;
@@ -138,7 +139,7 @@ TEST_CASE("native bf16 attention: same matte as LibTorch's bf16 attention within
   base.model_precision = Precision::BFloat16;
   base.flash_attention = true;
   auto native = base;
-  native.native_attention = true;
+  native.native_attention = AutoSwitch::On;
   OptimizedEngine e(native);
   if (e.info().attention.find("native") == std::string::npos) {
     std::cout << "SKIPPED: no AVX-512 BF16 here, the native kernel does not run\n";

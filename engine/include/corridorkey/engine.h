@@ -18,6 +18,7 @@
 #include <corridorkey/export.h>
 #include <corridorkey/image.h>
 #include <corridorkey/options.h>
+#include <corridorkey/tune.h>
 #include <corridorkey/version.h>
 
 #include <cstdint>
@@ -82,6 +83,9 @@ struct EngineInfo {
   int64_t img_size = 0;
   int64_t parameters = 0;
   std::string notes;  // one line per option that could not apply as asked
+  /// The measured plan: what it decided (or the flag rules with tune off), on which times,
+  /// and where it is cached.
+  TunePlan tune;
 };
 
 class CORRIDORKEY_API BaseEngine {

@@ -27,6 +27,10 @@ struct JobSpec {
   EngineOptions engine;             // profile + overrides + checkpoint/device/img_size/post knobs
   InferenceOptions inference;       // outputs, codecs, on_error, workers (paths unused)
   int chunk_size = 10;              // frames per chunk (scheduler tasks)
+  /// Set by `job export` (and shown by `job plan`): the precision every chunk runs, so
+  /// that chunks keyed on different node types do not flicker (bf16 against fp32 moves
+  /// the matte). Exports pass it as `job run --precision`. Empty: engine.model_precision.
+  std::string pinned_precision;
 };
 
 /// Reads and validates a job file. ConfigError naming the file, line, key and problem.

@@ -17,9 +17,18 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-/// Auto: float16 on CUDA and MPS, bfloat16 on a CPU with AMX or AVX-512 BF16, float32 on
-/// other CPUs (resolve_precision in system.h; never float16 on a CPU by default).
+/// Auto: with tune auto/refresh on a CPU, the measured plan picks float32 or bfloat16
+/// (tune.h); otherwise the flag rule: float16 on CUDA and MPS, bfloat16 on a CPU with AMX or
+/// AVX-512 BF16, float32 on other CPUs (resolve_precision in system.h; never float16 on a
+/// CPU by default).
 enum class Precision { Float32, Float16, BFloat16, Auto };
+/// A kernel switch the measured plan may decide: Off, On, or Auto (the plan's timed trials
+/// choose; with tune off, Auto means On where the kernel applies).
+enum class AutoSwitch { Off, On, Auto };
+/// The measured plan (tune.h): Off (today's flag rules, no trials), Auto (trials on first
+/// use of a machine + configuration, cached per user), Refresh (trials again, cache
+/// rewritten).
+enum class TuneMode { Off, Auto, Refresh };
 /// When the device runs out of memory on a frame: Fail it, or Degrade (retry it with the
 /// tiled refiner and cache clearing, then in a half precision; the run stays degraded).
 enum class OnOom { Fail, Degrade };
@@ -35,6 +44,8 @@ CORRIDORKEY_API const char* to_string(RefinerTiling t);  // "false" | "true" | "
 CORRIDORKEY_API const char* to_string(CompileMode m);  // "none" | "default" | ...
 CORRIDORKEY_API const char* to_string(EngineKind k);   // "original" | "optimized"
 CORRIDORKEY_API const char* to_string(OnOom o);        // "fail" | "degrade"
+CORRIDORKEY_API const char* to_string(AutoSwitch s);   // "false" | "true" | "auto"
+CORRIDORKEY_API const char* to_string(TuneMode t);     // "off" | "auto" | "refresh"
 
 /// The backing's colour. A plate whose backing is not the one the model was trained on is
 /// keyed with green and blue swapped before the model and after it; Auto estimates it per
@@ -51,8 +62,10 @@ struct EngineOptions {
   bool flash_attention = false;
   /// With flash_attention, bf16 on a CPU with AVX-512 BF16: global attention through the
   /// engine's own kernel (kernels/attention_cpu.h, self-tested at start-up) instead of
-  /// LibTorch's CPU flash kernel. Error of the order of bf16 rounding.
-  bool native_attention = false;
+  /// LibTorch's CPU flash kernel. Error of the order of bf16 rounding. Auto: the measured
+  /// plan times both per attention shape (it lost 2.6 s a frame on a Xeon without AMX and
+  /// won on a Zen 5); with tune off, Auto means on.
+  AutoSwitch native_attention = AutoSwitch::Off;
   /// Decoder heads without the 1024-channel concatenation (linear_fuse folded into the
   /// per-scale projections, 256 channels resized per scale): ~4x less decoder memory,
   /// fp32 effect <= 1e-5 on alpha/fg.
@@ -93,6 +106,11 @@ struct EngineOptions {
   /// or truncated while in use kills the process with SIGBUS, so a process that outlives
   /// one job (a host application, `serve`) should read (false).
   bool mmap = true;
+  /// The measured plan: timed trials choose precision (model_precision auto), the
+  /// attention kernel (native_attention auto) and refiner tiling (tiled_refiner auto, where
+  /// memory allows both) on this machine, cached per user (tune.h). An explicit value of
+  /// those fields always wins over the plan.
+  TuneMode tune = TuneMode::Off;
 
   // ---- model and device ----
   /// .safetensors, torch.save .pth or TorchScript archive, told by content; or a folder,

@@ -19,8 +19,15 @@ std::vector<Field<O>> rows() {
       "engine class: original (reference behaviour) or optimized (owns token routing)"));
   r.push_back(switch_row<O>("flash_attention", P, &O::flash_attention,
                             "4-D SDPA (flash / memory-efficient) in global attention"));
-  r.push_back(switch_row<O>("native_attention", P, &O::native_attention,
-                            "bf16 CPU global attention through the engine's AVX-512 BF16 kernel"));
+  r.push_back(with_shortcuts(
+      choice_row<O, AutoSwitch>(
+          "native_attention", P, &O::native_attention,
+          {{"false", AutoSwitch::Off}, {"true", AutoSwitch::On}, {"auto", AutoSwitch::Auto},
+           {"off", AutoSwitch::Off}, {"on", AutoSwitch::On}, {"no", AutoSwitch::Off},
+           {"yes", AutoSwitch::On}},
+          "bf16 CPU global attention through the engine's AVX-512 BF16 kernel: true, false, "
+          "or auto = the measured plan times it against LibTorch's SDPA per attention shape"),
+      {{"--native-attention", "true"}, {"--no-native-attention", "false"}}));
   r.push_back(switch_row<O>("fused_decoder", P, &O::fused_decoder,
                             "decoders without the 1024-channel concat (linear_fuse folded)"));
   r.push_back(with_aliases(with_shortcuts(
@@ -90,6 +97,11 @@ std::vector<Field<O>> rows() {
        {"no", false}},
       "safetensors weights: map the file (on; no copy) or read it into memory (off; for "
       "processes that outlive one job: a file replaced under a mapping is SIGBUS)"));
+  r.push_back(choice_row<O, TuneMode>(
+      "tune", P, &O::tune,
+      {{"off", TuneMode::Off}, {"auto", TuneMode::Auto}, {"refresh", TuneMode::Refresh}},
+      "measured plan: off (flag rules), auto (timed trials on first use of this machine and "
+      "configuration, cached in CORRIDORKEY_TUNE_CACHE or ~/.cache), refresh (trials again)"));
   r.push_back(text_row<O>("checkpoint", R, &O::checkpoint,
                           ".safetensors, .pth or TorchScript file, or a folder holding one "
                           "(empty: the bundled model)",

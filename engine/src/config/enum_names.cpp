@@ -22,6 +22,24 @@ const char* to_string(RefinerTiling t) {
   return "?";
 }
 
+const char* to_string(AutoSwitch s) {
+  switch (s) {
+    case AutoSwitch::Off: return "false";
+    case AutoSwitch::On: return "true";
+    case AutoSwitch::Auto: return "auto";
+  }
+  return "?";
+}
+
+const char* to_string(TuneMode t) {
+  switch (t) {
+    case TuneMode::Off: return "off";
+    case TuneMode::Auto: return "auto";
+    case TuneMode::Refresh: return "refresh";
+  }
+  return "?";
+}
+
 const char* to_string(CompileMode m) {
   switch (m) {
     case CompileMode::None: return "none";

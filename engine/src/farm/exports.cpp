@@ -106,8 +106,9 @@ std::string export_openjd(const JobSpec& job, const JobFrames& jf, const std::st
     e << YAML::Key << "onRun" << YAML::Value << YAML::BeginMap;
     e << YAML::Key << "command" << YAML::Value << cli;
     e << YAML::Key << "args" << YAML::Value << YAML::Flow << YAML::BeginSeq << "job" << "run" << job.file
-      << "--clip" << jf.clip_names[i] << "--chunk" << ("{{Task.Param.Chunk}}/" + std::to_string(n))
-      << "--quiet" << YAML::EndSeq;
+      << "--clip" << jf.clip_names[i] << "--chunk" << ("{{Task.Param.Chunk}}/" + std::to_string(n));
+    if (!job.pinned_precision.empty()) e << "--precision" << job.pinned_precision;
+    e << "--quiet" << YAML::EndSeq;
     e << YAML::EndMap << YAML::EndMap << YAML::EndMap;
     e << YAML::EndMap;
   }
@@ -137,7 +138,9 @@ std::string export_slurm(const JobSpec& job, const JobFrames& jf, const std::str
   if (job.engine.device.rfind("cuda", 0) == 0) s << "#SBATCH --gres=gpu:1\n";
   s << "set -euo pipefail\n"
     << "exec " << shell_quote(cli) << " job run " << shell_quote(job.file) << " --chunk \"${SLURM_ARRAY_TASK_ID}/"
-    << n << "\" --quiet\n";
+    << n << "\""
+    << (job.pinned_precision.empty() ? "" : " --precision " + shell_quote(job.pinned_precision))
+    << " --quiet\n";
   return s.str();
 }
 

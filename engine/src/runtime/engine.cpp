@@ -43,6 +43,7 @@ BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
     info.precision = runner->precision();
     info.attention = runner->attention_kind();
     info.refiner = runner->refiner_kind();
+    info.tune = std::move(built.plan);
   });
   info.profile = opt.profile;
 }

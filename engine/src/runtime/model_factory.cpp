@@ -4,6 +4,7 @@
 
 #include "model/random_weights.h"
 #include "runtime/memory.h"
+#include "runtime/tune_plan.h"
 
 #include <atomic>
 #include <iostream>
@@ -20,17 +21,20 @@ LoadedModel make_model(const ModelSource& src) {
              "no checkpoint and no random-weights architecture given");
     auto cfg = model::GreenFormerConfig::by_name(src.random_arch, src.img_size ? src.img_size : 512);
     cfg.validate();
+    const auto dtype = src.dtype_for ? src.dtype_for(cfg) : src.dtype;
     m.net = model::GreenFormer(cfg);
     model::randomize_weights(*m.net, src.seed);  // drawn in float32: the same values for every dtype
-    if (src.dtype != torch::kFloat) m.net->to(src.dtype);
+    if (dtype != torch::kFloat) m.net->to(dtype);
     m.description = "random:" + src.random_arch;
   } else {
     model::ReadOptions ro;
     ro.mmap = src.mmap;
     m.checkpoint = model::read_checkpoint(src.checkpoint, ro);
     ++g_checkpoint_loads;
-    m.net = model::GreenFormer(model::config_at(m.checkpoint, src.img_size));
-    if (src.dtype != torch::kFloat) m.net->to(src.dtype);
+    const auto cfg = model::config_at(m.checkpoint, src.img_size);
+    const auto dtype = src.dtype_for ? src.dtype_for(cfg) : src.dtype;
+    m.net = model::GreenFormer(cfg);
+    if (dtype != torch::kFloat) m.net->to(dtype);
     model::load_weights(*m.net, m.checkpoint);  // converts to the parameters' dtype when needed
     m.description = m.checkpoint.path;  // the file chosen when src.checkpoint is a folder
   }
@@ -46,10 +50,22 @@ BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, 
     std::cerr << "corridorkey: " << line << "\n";
   };
   BuiltRunner b;
-  auto loaded = make_model({opt.checkpoint, opt.img_size, opt.random_weights_arch,
-                            opt.random_weights_seed,
-                            device.is_cpu() ? weight_dtype_for(opt, device) : torch::kFloat,
-                            opt.mmap});
+  EngineOptions resolved = opt;  // with what the measured plan decided
+  ModelSource src{opt.checkpoint, opt.img_size, opt.random_weights_arch, opt.random_weights_seed,
+                  torch::kFloat, opt.mmap, {}};
+  src.dtype_for = [&](const model::GreenFormerConfig& cfg) {
+    b.plan = resolve_plan(resolved, cfg, device, notes);
+    if (b.plan.origin == "trials" || b.plan.origin == "cache" || b.plan.origin == "memory") {
+      std::string chosen;
+      for (const auto& d : b.plan.decisions)
+        if (d.source == "plan") chosen += (chosen.empty() ? "" : ", ") + d.option + " " + d.value;
+      note("tune (" + std::string(b.plan.origin == "cache" ? "cached plan" : "timed now") + "): " +
+           (chosen.empty() ? "nothing open to the plan" : chosen) +
+           "; `corridorkey-engine tune` prints the times");
+    }
+    return device.is_cpu() ? weight_dtype_for(resolved, device) : torch::kFloat;
+  };
+  auto loaded = make_model(src);
   auto net = loaded.net;
   const auto& ck = loaded.checkpoint;
   b.description = loaded.description;
@@ -70,7 +86,7 @@ BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, 
       note("token_routing: no ltrm_stage* weights in the checkpoint, so the LTRMs are the "
            "identity: easy tokens skip the routed blocks (faster, less accurate until fine-tuned)");
   }
-  b.runner = std::make_unique<ModelRunner>(net, opt, device, notes, router);
+  b.runner = std::make_unique<ModelRunner>(net, resolved, device, notes, router, &b.plan);
   loaded = {};  // the checkpoint's tensors: no longer needed
   // Loading freed hundreds of MB in many mid-sized blocks (the file's tensors, float32
   // parameters); hand them back to the OS so the forward's peak does not sit on top of them.

@@ -7,7 +7,10 @@
 #include "model/green_former.h"
 #include "runtime/model_runner.h"
 
+#include <corridorkey/tune.h>
+
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,6 +27,9 @@ struct ModelSource {
   torch::ScalarType dtype = torch::kFloat;
   /// safetensors: map the file (EngineOptions::mmap) or read it.
   bool mmap = true;
+  /// When set: called once the architecture is known (before any weight is built) and
+  /// returns the dtype instead of `dtype` (the measured plan times that architecture first).
+  std::function<torch::ScalarType(const model::GreenFormerConfig&)> dtype_for;
 };
 
 struct LoadedModel {
@@ -42,6 +48,7 @@ struct BuiltRunner {
   std::unique_ptr<ModelRunner> runner;
   std::string description, arch;  // the file or "random:<arch>"; the architecture
   int64_t img_size = 0, parameters = 0;
+  TunePlan plan;  // what the measured plan decided (or the flag rules, tune off)
 };
 BuiltRunner build_runner(const EngineOptions& options, const torch::Device& device,
                          std::string& notes);

@@ -97,8 +97,18 @@ torch::ScalarType weight_dtype_for(const EngineOptions& o, const torch::Device& 
   return to_dtype(resolve_precision(o.model_precision, device.str()));
 }
 
+uint64_t refiner_whole_image_bytes(int64_t S, int64_t C, int64_t elem, bool fused) {
+  const int64_t maps = fused ? 3 : 5;
+  return static_cast<uint64_t>((maps * C + 7 + 4) * S * S * elem);
+}
+
+uint64_t refiner_budget_bytes(const EngineOptions& o, const torch::Device& device) {
+  return o.refiner_memory_budget_mb > 0 ? static_cast<uint64_t>(o.refiner_memory_budget_mb) << 20
+                                        : free_memory_bytes(device) / 2;
+}
+
 ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::Device device,
-                         std::string& notes, model::TokenRouter router)
+                         std::string& notes, model::TokenRouter router, const TunePlan* plan)
     : net_(std::move(net)), router_(std::move(router)), opt_(o), device_(device) {
   // Precision: mixed keeps fp32 weights and autocasts matmuls/convs to the half type the
   // profile names (fp16 by default on CUDA, bf16 on CPU); otherwise weights and
@@ -125,15 +135,24 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
     router_->eval();
   }
   net_->set_flash_attention(o.flash_attention);
-  net_->set_native_attention(o.flash_attention && o.native_attention);
+  // Native attention: on where asked, or per global stage where the plan timed it faster.
+  auto stage_native = [&](const char* option) {
+    if (o.native_attention == AutoSwitch::On) return true;
+    if (o.native_attention == AutoSwitch::Off || !plan) return false;
+    const auto* d = plan->find(option);
+    return d && d->value == "true";
+  };
+  native3_ = o.flash_attention && stage_native("native_attention.stage3");
+  native4_ = o.flash_attention && stage_native("native_attention.stage4");
+  net_->encoder->model->set_native_attention_by_stage(native3_, native4_);
   net_->set_fused_decoders(o.fused_decoder);
   if (o.channels_last) net_->to_channels_last();
   choose_refiner(notes);
 
   // Compile modes.
-  auto plan = plan_execution(o, device.is_cuda(), static_cast<bool>(router_));
-  exec_ = plan.kind;
-  for (const auto& n : plan.notes) note(notes, n);
+  auto exec_plan = plan_execution(o, device.is_cuda(), static_cast<bool>(router_));
+  exec_ = exec_plan.kind;
+  for (const auto& n : exec_plan.notes) note(notes, n);
   if (exec_ == ExecKind::CudaGraph && o.cache_clearing)
     note(notes, "cache_clearing is skipped inside CUDA graph replay (the graph's memory pool is "
                 "fixed at capture)");
@@ -208,10 +227,11 @@ ModelRunner::~ModelRunner() = default;
 std::string ModelRunner::attention_kind() const {
   if (!opt_.flash_attention) return "5-D SDPA (math kernel)";
   const bool bf16 = (autocast_ ? autocast_dtype_ : weight_dtype_) == torch::kBFloat16;
-  if (opt_.native_attention && device_.is_cpu() && bf16 &&
-      kernels::native_attention_available())
-    return "native bf16 kernel (AVX-512 BF16)";
-  return "4-D SDPA";
+  if (!(device_.is_cpu() && bf16 && kernels::native_attention_available()) || !(native3_ || native4_))
+    return "4-D SDPA";
+  if (native3_ && native4_) return "native bf16 kernel (AVX-512 BF16)";
+  return native3_ ? "native bf16 kernel in stage 3, 4-D SDPA in stage 4"
+                  : "4-D SDPA in stage 3, native bf16 kernel in stage 4";
 }
 
 std::string ModelRunner::refiner_kind() const {
@@ -222,18 +242,12 @@ std::string ModelRunner::refiner_kind() const {
 void ModelRunner::choose_refiner(std::string& notes) {
   const int64_t S = net_->config().img_size, C = net_->config().refiner_channels;
   const int64_t elem = torch::elementSize(autocast_ ? autocast_dtype_ : weight_dtype_);
-  // Whole-image working set: the 7-channel input plus the C-channel maps alive at once
-  // (3 with the fused GroupNorms: block input, its two conv outputs; 5 for the eager
-  // sequence, whose GroupNorm, add and ReLU each allocate).
-  const int64_t maps = opt_.fused_refiner ? 3 : 5;
-  whole_image_bytes_ = static_cast<uint64_t>((maps * C + 7 + 4) * S * S * elem);
+  whole_image_bytes_ = refiner_whole_image_bytes(S, C, elem, opt_.fused_refiner);
   switch (opt_.tiled_refiner) {
     case RefinerTiling::On: tiled_ = true; break;
     case RefinerTiling::Off: tiled_ = false; break;
     case RefinerTiling::Auto: {
-      const uint64_t budget = opt_.refiner_memory_budget_mb > 0
-                                  ? static_cast<uint64_t>(opt_.refiner_memory_budget_mb) << 20
-                                  : free_memory_bytes(device_) / 2;
+      const uint64_t budget = refiner_budget_bytes(opt_, device_);
       tiled_ = whole_image_bytes_ > budget;
       note(notes, "refiner: whole image needs " + std::to_string(whole_image_bytes_ >> 20) +
                       " MiB, budget " + std::to_string(budget >> 20) + " MiB -> " +

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <corridorkey/engine.h>
+#include <corridorkey/tune.h>
 
 #include "model/green_former.h"
 #include "model/token_routing.h"
@@ -48,12 +49,21 @@ void check_finite_outputs(const ModelRun& run, const std::string& what);
 /// autocast, else the resolved model_precision).
 torch::ScalarType weight_dtype_for(const EngineOptions& options, const torch::Device& device);
 
+/// Bytes the whole-image refiner holds at img_size S with C channels: the 7-channel input
+/// plus the C-channel maps alive at once (3 with the fused GroupNorms: block input, its two
+/// conv outputs; 5 for the eager sequence, whose GroupNorm, add and ReLU each allocate).
+uint64_t refiner_whole_image_bytes(int64_t S, int64_t C, int64_t element_size, bool fused);
+/// refiner_memory_budget_mb, or half the memory free on the device when it is 0.
+uint64_t refiner_budget_bytes(const EngineOptions& options, const torch::Device& device);
+
 class ModelRunner {
  public:
   /// Resolves options against the device; `notes` gets one line per option that cannot
   /// apply as asked (also logged to stderr once).
+  /// `plan`: the measured plan's per-stage attention kernel choices (tune_plan.h); options
+  /// must already hold what the plan resolved (precision, tiling).
   ModelRunner(model::GreenFormer net, const EngineOptions& options, torch::Device device,
-              std::string& notes, model::TokenRouter router = nullptr);
+              std::string& notes, model::TokenRouter router = nullptr, const TunePlan* plan = nullptr);
   ~ModelRunner();
 
   /// x: [1,4,S,S] float32 on the device.
@@ -87,6 +97,7 @@ class ModelRunner {
   torch::ScalarType autocast_dtype_ = torch::kBFloat16;
   ExecKind exec_ = ExecKind::Eager;
   int degraded_ = 0;  // on_oom steps taken
+  bool native3_ = false, native4_ = false;  // native attention kernel per global stage
   bool tiled_ = false;
   uint64_t whole_image_bytes_ = 0;
   std::unique_ptr<Graph> graph_;

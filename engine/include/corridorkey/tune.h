@@ -1,0 +1,67 @@
+// The measured plan: which precision, attention kernel and refiner tiling run fastest on
+// this machine, decided by short timed trials at the real shapes, not by CPU flags.
+//
+// Flags say what a CPU can decode, not what runs fast: a Xeon VM listing avx512_bf16 but
+// no AMX ran every bf16 op slower than float32 (issue 24: 16.2-18.3 s a frame at bf16,
+// 9.4-10.8 s at float32), and the native bf16 attention kernel that won on a Zen 5 lost
+// 2.6 s a frame there. So with `tune: auto` an engine times the candidates once per
+// (engine version, CPU model, threads, LibTorch, device, architecture, size, layouts and
+// fusions), keeps the fastest whose numeric bound the tests hold, and caches the decision
+// with its times in a per-user file. An explicit profile, flag or job value always wins.
+#pragma once
+
+#include <corridorkey/export.h>
+#include <corridorkey/options.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+/// One option the plan decided (or was told).
+struct TuneDecision {
+  /// "model_precision", "native_attention.stage3", "native_attention.stage4",
+  /// "tiled_refiner".
+  std::string option;
+  std::string value;  // what runs: "float32", "true", ...
+  /// "plan" (timed trials chose it), "flag" (an explicit value; the plan did not decide),
+  /// "rule" (tune off: the flag-based rule), "only" (one candidate applies here; `why`
+  /// says why).
+  std::string source;
+  std::string why;
+  /// Per candidate: the estimated milliseconds per frame it was chosen on.
+  std::vector<std::pair<std::string, double>> times_ms;
+};
+
+struct CORRIDORKEY_API TunePlan {
+  TuneMode mode = TuneMode::Off;
+  std::string key;         // the cache key: machine + configuration
+  std::string cache_path;  // where it is (or would be) cached
+  /// "trials" (timed now), "cache" (read back), "off", or "memory" (timed now, cache not
+  /// writable: kept for this process).
+  std::string origin = "off";
+  double trial_ms = 0;  // what the trials cost (0 when read from the cache)
+  std::vector<TuneDecision> decisions;
+
+  const TuneDecision* find(const std::string& option) const;
+  /// One line per decision: "model_precision float32 (plan: float32 9400 ms, bfloat16 ...)".
+  std::string summary() const;
+};
+
+/// The per-user cache file: $CORRIDORKEY_TUNE_CACHE, else $XDG_CACHE_HOME/corridorkey-engine/
+/// tune.json, else ~/.cache/corridorkey-engine/tune.json.
+CORRIDORKEY_API std::string tune_cache_path();
+
+/// The cached plans (key, one-line summary), for `info` and `profiles show`. A missing file
+/// is an empty list; a corrupt one is one entry saying so.
+CORRIDORKEY_API std::vector<std::pair<std::string, std::string>> tune_cache_entries();
+
+/// The precision an engine with these options runs on this machine, and how it was
+/// decided: the explicit model_precision ("flag"), else this machine's measured plan for the
+/// options' checkpoint and size (cached, or timed now: reads the checkpoint's header and
+/// times blocks, a few seconds), else the flag rule (tune off, or not a CPU). `job plan` and
+/// `job export` use it to pin one precision for every chunk of a job.
+CORRIDORKEY_API std::pair<Precision, std::string> planned_precision(const EngineOptions& options);
+
+CORRIDORKEY_NAMESPACE_END

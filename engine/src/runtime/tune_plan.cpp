@@ -1,0 +1,421 @@
+#include "runtime/tune_plan.h"
+
+#include <corridorkey/errors.h>
+#include <corridorkey/system.h>
+#include <corridorkey/version.h>
+
+#include "attention_cpu.h"
+#include "model/decoder_head.h"
+#include "model/hiera.h"
+#include "model/json_reader.h"
+#include "model/refiner.h"
+#include "model/tiled_refiner.h"
+#include "runtime/memory.h"
+#include "runtime/model_runner.h"
+#include "runtime/tune_cache.h"
+#include "timing.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace corridorkey::detail {
+namespace {
+
+std::mutex g_delay_m;
+std::map<std::string, double> g_delay;
+
+double injected(const std::string& candidate) {
+  std::lock_guard<std::mutex> l(g_delay_m);
+  const auto it = g_delay.find(candidate);
+  return it == g_delay.end() ? 0.0 : it->second;
+}
+
+/// Best of `reps` timed runs after `warmup` untimed ones. The minimum, not the median: a
+/// trial is short and this machine is shared, and a slower run only adds noise.
+double time_ms(const std::string& candidate, int warmup, int reps, const std::function<void()>& f) {
+  static const bool verbose = std::getenv("CORRIDORKEY_TUNE_VERBOSE") != nullptr;
+  const auto t_all = timing::Clock::now();
+  for (int i = 0; i < warmup; ++i) f();
+  double best = 1e300;
+  const double delay = injected(candidate);
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = timing::Clock::now();
+    f();
+    if (delay > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay));
+    best = std::min(best, timing::ms_since(t0));
+  }
+  if (verbose)
+    std::cerr << "corridorkey: tune trial " << candidate << ": best " << best << " ms, "
+              << timing::ms_since(t_all) << " ms with warm-up\n";
+  return best;
+}
+
+/// The CPU as /proc/cpuinfo names it, with family / model / stepping (VMs often show only
+/// "AMD EPYC") and a hash of the flags line (a VM may hide AMX on the same model).
+std::string cpu_identity() {
+  static const std::string id = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, name, family, model, stepping, flags;
+    auto value = [](const std::string& l) {
+      const auto c = l.find(':');
+      auto v = c == std::string::npos ? std::string() : l.substr(c + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    };
+    while (std::getline(in, line)) {
+      if (line.empty()) break;  // the first processor is enough
+      if (line.rfind("model name", 0) == 0) name = value(line);
+      else if (line.rfind("cpu family", 0) == 0) family = value(line);
+      else if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) model = value(line);
+      else if (line.rfind("stepping", 0) == 0) stepping = value(line);
+      else if (line.rfind("flags", 0) == 0) flags = value(line);
+    }
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char ch : flags) h = (h ^ ch) * 1099511628211ull;
+    std::ostringstream s;
+    s << (name.empty() ? "unknown cpu" : name) << " (family " << family << " model " << model
+      << " stepping " << stepping << ", flags " << std::hex << (h & 0xffffffff) << ")";
+    return s.str();
+  }();
+  return id;
+}
+
+torch::ScalarType dtype_of(const std::string& p) {
+  return p == "bfloat16" ? torch::kBFloat16 : p == "float16" ? torch::kHalf : torch::kFloat;
+}
+
+/// Conv weights to channels-last, as GreenFormer::to_channels_last does for the real model.
+void conv_weights_channels_last(torch::nn::Module& m) {
+  for (auto& p : m.parameters())
+    if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+}
+
+struct Shapes {
+  model::BlockSpec stage3, stage4;
+  int64_t tokens3 = 0, tokens4 = 0;
+  int64_t blocks = 0;
+  bool has_global = false;
+};
+
+/// The global-attention blocks the trials time: the first non-pooling global block of the
+/// third and of the last stage, with their token counts at img_size.
+Shapes shapes_of(const model::GreenFormerConfig& cfg) {
+  Shapes s;
+  const auto specs = model::block_specs(cfg.encoder);
+  s.blocks = static_cast<int64_t>(specs.size());
+  const int64_t grid = cfg.img_size / cfg.encoder.patch_stride[0];
+  int64_t n = grid * grid;
+  bool got3 = false;
+  for (const auto& b : specs) {
+    if (b.q_stride > 1) n /= b.q_stride;
+    if (b.mask_unit_attn || b.q_stride > 1 || b.dim != b.dim_out) continue;
+    if (!got3) {
+      s.stage3 = b, s.tokens3 = n, got3 = true;
+    }
+    s.stage4 = b, s.tokens4 = n;  // the last one seen: the final stage
+  }
+  s.has_global = got3;
+  return s;
+}
+
+struct Trials {
+  const EngineOptions& opt;
+  const model::GreenFormerConfig& cfg;
+  Shapes sh;
+  at::MemoryFormat layout;
+
+  /// One global block at its real token count, in `dtype`, SDPA or the native kernel.
+  double block(const model::BlockSpec& spec, int64_t tokens, torch::ScalarType dtype, bool native,
+               const std::string& candidate) const {
+    model::HieraBlock blk(spec);
+    blk->eval();
+    blk->to(dtype);
+    blk->attn->flash_4d = opt.flash_attention;
+    blk->attn->native_attention = native;
+    auto x = torch::randn({1, tokens, spec.dim}).to(dtype);
+    return time_ms(candidate, 1, 1, [&] { blk->forward(x); });
+  }
+
+  double decoder(torch::ScalarType dtype, const std::string& candidate) const {
+    const auto ch = model::feature_channels(cfg.encoder);
+    model::DecoderHead head(ch, cfg.decoder_dim, 3);
+    head->eval();
+    head->fused = opt.fused_decoder;
+    head->to(dtype);
+    if (opt.channels_last) conv_weights_channels_last(*head);
+    std::vector<torch::Tensor> f;
+    for (size_t i = 0; i < ch.size(); ++i) {
+      const int64_t side = cfg.img_size / (int64_t{4} << i);
+      f.push_back(torch::randn({1, ch[i], side, side}).to(dtype));
+    }
+    return time_ms(candidate, 1, 1, [&] { head->forward(f); });
+  }
+
+  /// One dilated refiner block on a full-width strip of kStripRows rows.
+  static constexpr int64_t kStripRows = 64;
+  double refiner_block(torch::ScalarType dtype, const std::string& candidate) const {
+    model::RefinerBlock blk(cfg.refiner_channels, cfg.refiner_groups, 8);
+    blk->eval();
+    blk->to(dtype);
+    if (opt.channels_last) conv_weights_channels_last(*blk);
+    auto x = torch::randn({1, cfg.refiner_channels, std::min(kStripRows, cfg.img_size), cfg.img_size})
+                 .to(dtype)
+                 .contiguous(layout);
+    return time_ms(candidate, 1, 2, [&] { blk->forward(x); });
+  }
+
+  /// Milliseconds per frame, extrapolated from the block trials by how often each block
+  /// runs in a forward: every encoder block as the stage-3 block (16 of base_plus's 24
+  /// blocks are such blocks, and they dominate its FLOPs), two decoder heads, and the
+  /// refiner's four residual blocks over img_size / 64 strips. On the Xeon of issue 24 this
+  /// gives 5.3 + 0.4 + 3.2 s against the measured 5.3 + 0.4 + 3.4 s.
+  double frame_estimate(double blk3, double dec, double ref) const {
+    const double strips = static_cast<double>(cfg.img_size) / std::min(kStripRows, cfg.img_size);
+    return blk3 * static_cast<double>(sh.blocks) + 2 * dec + 4 * strips * ref;
+  }
+
+  /// The refiner on one row of tiles (tile_size high, up to two tiles wide): whole-image
+  /// code path against the exact tiler, in the chosen precision and layout.
+  std::pair<double, double> refiner_tiling(torch::ScalarType dtype) const {
+    model::CNNRefiner ref(cfg.refiner_channels, cfg.refiner_groups);
+    ref->eval();
+    ref->to(dtype);
+    if (opt.channels_last) conv_weights_channels_last(*ref);
+    const int64_t t = opt.tile_size;
+    auto x = torch::randn({1, 7, t, std::min(cfg.img_size, 2 * t)}).to(dtype).contiguous(layout);
+    // Warm-up on a single tile: the fused GroupNorm's start-up self-test and the first
+    // primitives would otherwise be charged to whichever path runs first. The timed runs
+    // then go once each: a row of tiles is an eighth of the frame at 1024 with 256 px tiles.
+    {
+      auto one = x.narrow(3, 0, std::min(t, x.size(3))).contiguous(layout);
+      opt.fused_refiner ? ref->forward_fused(one) : ref->forward_input(one);
+      model::tiled_refiner_forward(*ref, one, {t});
+    }
+    const double whole = time_ms("whole", 0, 1, [&] {
+      opt.fused_refiner ? ref->forward_fused(x) : ref->forward_input(x);
+    });
+    const double tiled = time_ms("tiled", 0, 1, [&] {
+      model::tiled_refiner_forward(*ref, x, {t});
+    });
+    const double rows = static_cast<double>(cfg.img_size) / static_cast<double>(t);
+    const double cols = static_cast<double>(cfg.img_size) / static_cast<double>(x.size(3));
+    return {whole * rows * cols, tiled * rows * cols};
+  }
+};
+
+void note_line(std::string& notes, const std::string& line) {
+  notes += line + "\n";
+  std::cerr << "corridorkey: " << line << "\n";
+}
+
+/// Faster by more than this share, or the more exact / simpler candidate stays: single
+/// trials on a shared machine vary by a few percent.
+constexpr double kMargin = 0.10;
+
+}  // namespace
+
+void inject_trial_delay(const std::string& candidate, double ms) {
+  std::lock_guard<std::mutex> l(g_delay_m);
+  if (candidate.empty()) g_delay.clear();
+  else g_delay[candidate] = ms;
+}
+
+std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg,
+                     const torch::Device& device) {
+  std::ostringstream k;
+  const auto& e = cfg.encoder;
+  k << "engine " << CORRIDORKEY_VERSION_STRING << "; torch " << TORCH_VERSION << "; "
+    << (device.is_cpu() ? cpu_identity() : device.str()) << "; threads " << at::get_num_threads()
+    << "; " << cfg.arch << " " << e.embed_dim << "/" << e.num_heads << "/";
+  for (size_t i = 0; i < e.stages.size(); ++i) k << (i ? "-" : "") << e.stages[i];
+  k << "; img " << cfg.img_size << "; precision " << to_string(o.model_precision)
+    << (o.mixed_precision ? " mixed" : "") << "; native " << to_string(o.native_attention)
+    << "; tiled " << to_string(o.tiled_refiner) << " " << o.tile_size << "; flash "
+    << o.flash_attention << " fused-dec " << o.fused_decoder << " fused-ref " << o.fused_refiner
+    << " channels-last " << o.channels_last;
+  return k.str();
+}
+
+TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
+                      const torch::Device& device, std::string& notes) {
+  TunePlan plan;
+  plan.mode = opt.tune;
+  plan.cache_path = tune_cache_path();
+  plan.key = plan_key(opt, cfg, device);
+  const bool cpu = device.is_cpu();
+  const bool precision_open = opt.model_precision == Precision::Auto && cpu && !opt.mixed_precision;
+  const bool native_kernel = cpu && opt.flash_attention && kernels::native_attention_available();
+  const Shapes sh = shapes_of(cfg);
+
+  // The memory rule comes first and is applied live (the free memory changes): a whole
+  // image that does not fit is tiled whatever a trial said.
+  auto whole_fits = [&](torch::ScalarType dt) {
+    const auto need = refiner_whole_image_bytes(cfg.img_size, cfg.refiner_channels,
+                                                torch::elementSize(dt), opt.fused_refiner);
+    return need <= refiner_budget_bytes(opt, device);
+  };
+
+  if (opt.tune == TuneMode::Off || !cpu) {
+    // The flag rules. CUDA / MPS: trials are not implemented there yet (cuDNN benchmark and
+    // flash vs memory-efficient attention are the candidates this mechanism is shaped for).
+    plan.origin = "off";
+    const auto p = resolve_precision(opt.model_precision, device.str());
+    plan.decisions.push_back({"model_precision", to_string(p),
+                              opt.model_precision == Precision::Auto ? "rule" : "flag",
+                              opt.model_precision == Precision::Auto
+                                  ? (cpu ? "CPU flags (amx_bf16 / avx512_bf16 -> bfloat16)"
+                                         : "float16 on CUDA and MPS; timed trials run on CPUs only")
+                                  : "",
+                              {}});
+    if (opt.tune != TuneMode::Off && !cpu)
+      note_line(notes, "tune: timed trials run on CPUs only for now; " + device.str() + " keeps the flag rules");
+    if (opt.model_precision == Precision::Auto && cpu) opt.model_precision = p;
+    if (opt.native_attention == AutoSwitch::Auto) opt.native_attention = AutoSwitch::On;
+    return plan;
+  }
+
+  std::string warning;
+  std::optional<TunePlan> cached;
+  if (opt.tune == TuneMode::Auto) cached = tune_cache_load(plan.key, warning);
+  if (!warning.empty()) note_line(notes, warning);
+
+  if (cached) {
+    plan.origin = "cache";
+    plan.decisions = cached->decisions;
+    plan.trial_ms = cached->trial_ms;
+  } else try {
+    c10::InferenceMode guard;
+    const auto t_start = timing::Clock::now();
+    note_line(notes, "tune: timing " + cfg.arch + " blocks at img_size " + std::to_string(cfg.img_size) +
+                         " on " + cpu_identity() + ", " + std::to_string(at::get_num_threads()) +
+                         " threads (once; cached in " + plan.cache_path + ")");
+    Trials tr{opt, cfg, sh, opt.channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous};
+    const bool native_open = opt.native_attention == AutoSwitch::Auto && native_kernel;
+    // Native attention per global stage, in bf16 (the kernel is bf16-only).
+    auto native_decisions = [&](std::vector<TuneDecision>& out, double& best_blk3) {
+      if (!sh.has_global) return;
+      struct Stage {
+        const char* name;
+        const model::BlockSpec* spec;
+        int64_t tokens;
+      };
+      for (const Stage st : {Stage{"native_attention.stage3", &sh.stage3, sh.tokens3},
+                             Stage{"native_attention.stage4", &sh.stage4, sh.tokens4}}) {
+        const double sdpa = tr.block(*st.spec, st.tokens, torch::kBFloat16, false, "sdpa");
+        const double nat = tr.block(*st.spec, st.tokens, torch::kBFloat16, true, "native");
+        const bool use = nat < sdpa;  // same result within bf16 rounding: the faster wins
+        out.push_back({st.name, use ? "true" : "false", "plan", "", {{"native", nat}, {"sdpa", sdpa}}});
+        if (st.spec == &sh.stage3) best_blk3 = std::min(nat, sdpa);
+      }
+    };
+
+    std::string precision = to_string(resolve_precision(opt.model_precision, device.str()));
+    if (precision_open) {
+      std::map<std::string, double> est;
+      std::vector<TuneDecision> native;
+      bool bf16_cut = false;
+      for (const std::string cand : {"float32", "bfloat16"}) {
+        const auto dt = dtype_of(cand);
+        // Cheapest trial first. bfloat16 stops as soon as its partial estimate passes
+        // float32's whole one: it cannot be chosen (emulated bf16 ran 3-5x slower on a Zen 3).
+        const bool bf16 = cand == "bfloat16";
+        auto over = [&](double partial) { return bf16 && partial >= est["float32"]; };
+        const double ref = tr.refiner_block(dt, cand);
+        double e = tr.frame_estimate(0, 0, ref);
+        if (!over(e)) {
+          const double dec = tr.decoder(dt, cand);
+          e = tr.frame_estimate(0, dec, ref);
+          if (!over(e)) {
+            double blk3 = 0;
+            if (bf16 && native_open) native_decisions(native, blk3);  // best of both kernels
+            else if (sh.has_global) blk3 = tr.block(sh.stage3, sh.tokens3, dt, false, cand);
+            e = tr.frame_estimate(blk3, dec, ref);
+          }
+        }
+        bf16_cut = over(e);
+        est[cand] = e;
+      }
+      // bfloat16 only when clearly faster: float32 is the exact path.
+      precision = est["bfloat16"] < (1.0 - kMargin) * est["float32"] ? "bfloat16" : "float32";
+      plan.decisions.push_back({"model_precision", precision, "plan",
+                                bf16_cut ? "bfloat16 trials stopped once past float32's estimate" : "",
+                                {{"float32", est["float32"]}, {"bfloat16", est["bfloat16"]}}});
+      if (precision == "bfloat16")
+        for (auto& d : native) plan.decisions.push_back(d);
+    } else {
+      plan.decisions.push_back({"model_precision", precision,
+                                opt.model_precision == Precision::Auto ? "rule" : "flag",
+                                opt.mixed_precision ? "mixed_precision autocasts" : "", {}});
+      if (precision == "bfloat16" && native_open) {
+        double unused = 0;
+        native_decisions(plan.decisions, unused);
+      }
+    }
+    if (opt.tiled_refiner == RefinerTiling::Auto && cfg.img_size > opt.tile_size &&
+        whole_fits(dtype_of(precision))) {
+      const auto [whole, tiled] = tr.refiner_tiling(dtype_of(precision));
+      // Both exact within fp32 rounding (<= 1e-4, tests): the faster wins, ties stay whole.
+      plan.decisions.push_back({"tiled_refiner", tiled < (1.0 - kMargin) * whole ? "true" : "false",
+                                "plan", "", {{"whole", whole}, {"tiled", tiled}}});
+    }
+    plan.trial_ms = timing::ms_since(t_start);
+    plan.origin = "trials";
+    std::string w;
+    if (!tune_cache_store(plan, w)) plan.origin = "memory";
+    if (!w.empty()) note_line(notes, w);
+  } catch (const c10::Error& e) {
+    // A trial that cannot run (out of memory at a large size) must not stop the job: the
+    // flag rules stand, as with tune off, and nothing is cached.
+    std::string m = e.what_without_backtrace();
+    note_line(notes, "tune: trials failed (" + m.substr(0, m.find('\n')).substr(0, 200) +
+                         "); using the flag rules");
+    plan.decisions.clear();
+    plan.origin = "off";
+    opt.tune = TuneMode::Off;
+    return resolve_plan(opt, cfg, device, notes);
+  }
+
+  // Apply: explicit values were never open; record them so a report shows every choice.
+  const auto* p = plan.find("model_precision");
+  if (p && opt.model_precision == Precision::Auto && cpu)
+    opt.model_precision = p->value == "bfloat16" ? Precision::BFloat16 : Precision::Float32;
+  const bool bf16 = opt.model_precision == Precision::BFloat16;
+  if (opt.native_attention == AutoSwitch::Auto) {
+    if (!plan.find("native_attention.stage3")) {
+      const char* why = !opt.flash_attention ? "needs flash_attention"
+                        : !bf16             ? "bf16-only kernel; precision is not bfloat16"
+                        : !native_kernel    ? "needs AVX-512 BF16, which this CPU lacks"
+                                            : "no global attention in this architecture";
+      plan.decisions.push_back({"native_attention", "false", "only", why, {}});
+    }
+  } else if (bf16 && native_kernel) {
+    plan.decisions.push_back({"native_attention", to_string(opt.native_attention), "flag", "", {}});
+  }
+  if (opt.tiled_refiner == RefinerTiling::Auto) {
+    const auto* t = plan.find("tiled_refiner");
+    if (!whole_fits(dtype_of(to_string(opt.model_precision)))) {
+      plan.decisions.push_back({"tiled_refiner", "true", "only",
+                                "the whole image exceeds refiner_memory_budget_mb", {}});
+    } else if (t) {
+      opt.tiled_refiner = t->value == "true" ? RefinerTiling::On : RefinerTiling::Off;
+    } else if (cfg.img_size <= opt.tile_size) {
+      plan.decisions.push_back({"tiled_refiner", "false", "only", "img_size <= tile_size", {}});
+    }
+  } else {
+    plan.decisions.push_back({"tiled_refiner", to_string(opt.tiled_refiner), "flag", "", {}});
+  }
+  return plan;
+}
+
+}  // namespace corridorkey::detail

@@ -1,0 +1,177 @@
+// The measured plan (corridorkey/tune.h): timed trials choose, a forced-slow candidate is
+// not chosen, explicit values win, the cache is reused, a corrupt cache is rebuilt and an
+// unwritable one keeps the plan in memory. Real trials on the tiny checkpoint; slowness is
+// injected as a real sleep inside the timed region (corridorkey::detail::inject_trial_delay).
+#include <corridorkey/engine.h>
+#include <corridorkey/profile.h>
+#include <corridorkey/system.h>
+#include <corridorkey/tune.h>
+
+#include <catch2/catch.hpp>
+
+#include "runtime/tune_cache.h"
+#include "runtime/tune_plan.h"
+#include "support/support.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+using namespace corridorkey;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A cache file of its own for one test, through CORRIDORKEY_TUNE_CACHE.
+struct CacheFile {
+  std::string path;
+  explicit CacheFile(const std::string& p = "") {
+    path = p.empty() ? (fs::temp_directory_path() / ("ck_tune_test_" + std::to_string(::getpid()) + ".json")).string() : p;
+    std::error_code ec;
+    fs::remove(path, ec);
+    ::setenv("CORRIDORKEY_TUNE_CACHE", path.c_str(), 1);
+  }
+  ~CacheFile() {
+    std::error_code ec;
+    fs::remove(path, ec);
+    fs::remove(path + ".lock", ec);
+    ::unsetenv("CORRIDORKEY_TUNE_CACHE");
+    corridorkey::detail::inject_trial_delay("", 0);
+  }
+};
+
+EngineOptions tuned(TuneMode mode = TuneMode::Refresh) {
+  auto o = load_profile("optimized");
+  o.checkpoint = ck_test::fixture("tiny256.pth");
+  o.img_size = 256;
+  o.device = "cpu";
+  o.tile_size = 64;  // 256 > 64: tiled and whole are both candidates
+  o.refiner_memory_budget_mb = 1024;
+  o.tune = mode;
+  return o;
+}
+
+const TuneDecision& decision(const EngineInfo& i, const std::string& option) {
+  const auto* d = i.tune.find(option);
+  INFO(i.tune.summary());
+  REQUIRE(d);
+  return *d;
+}
+
+}  // namespace
+
+TEST_CASE("the plan never picks a candidate forced to be slow", "[model][tune]") {
+  CacheFile cache;
+  corridorkey::detail::inject_trial_delay("float32", 400);
+  OptimizedEngine a(tuned());
+  CHECK(a.info().precision == "bfloat16");
+  CHECK(decision(a.info(), "model_precision").source == "plan");
+
+  corridorkey::detail::inject_trial_delay("", 0);
+  corridorkey::detail::inject_trial_delay("bfloat16", 400);
+  OptimizedEngine b(tuned());
+  CHECK(b.info().precision == "float32");
+  CHECK(b.info().tune.origin == "trials");
+
+  corridorkey::detail::inject_trial_delay("", 0);
+  corridorkey::detail::inject_trial_delay("bfloat16", 400);
+  corridorkey::detail::inject_trial_delay("whole", 2500);
+  OptimizedEngine c(tuned());
+  CHECK(c.info().refiner == "tiled 64 px");
+  CHECK(decision(c.info(), "tiled_refiner").value == "true");
+
+  corridorkey::detail::inject_trial_delay("whole", 0);
+  corridorkey::detail::inject_trial_delay("tiled", 2500);
+  OptimizedEngine d(tuned());
+  CHECK(d.info().refiner == "whole image, fused GroupNorm");
+}
+
+TEST_CASE("an explicit value wins over the plan", "[model][tune]") {
+  CacheFile cache;
+  corridorkey::detail::inject_trial_delay("float32", 400);  // the plan would pick bfloat16
+  corridorkey::detail::inject_trial_delay("tiled", 2500);   // and the whole image
+  auto o = tuned();
+  o.model_precision = Precision::Float32;
+  o.tiled_refiner = RefinerTiling::On;
+  OptimizedEngine e(o);
+  CHECK(e.info().precision == "float32");
+  CHECK(e.info().refiner == "tiled 64 px");
+  CHECK(decision(e.info(), "model_precision").source == "flag");
+  CHECK(decision(e.info(), "tiled_refiner").source == "flag");
+}
+
+TEST_CASE("a cached plan is reused until refreshed", "[model][tune]") {
+  CacheFile cache;
+  corridorkey::detail::inject_trial_delay("bfloat16", 400);
+  OptimizedEngine first(tuned(TuneMode::Auto));
+  REQUIRE(first.info().tune.origin == "trials");
+  REQUIRE(first.info().precision == "float32");
+  REQUIRE(fs::exists(cache.path));
+
+  // Now float32 would lose; the cached plan still decides until a refresh.
+  corridorkey::detail::inject_trial_delay("", 0);
+  corridorkey::detail::inject_trial_delay("float32", 400);
+  OptimizedEngine again(tuned(TuneMode::Auto));
+  CHECK(again.info().tune.origin == "cache");
+  CHECK(again.info().precision == "float32");
+  OptimizedEngine refreshed(tuned(TuneMode::Refresh));
+  CHECK(refreshed.info().tune.origin == "trials");
+  CHECK(refreshed.info().precision == "bfloat16");
+  OptimizedEngine after(tuned(TuneMode::Auto));
+  CHECK(after.info().precision == "bfloat16");
+
+  // Another size is another plan; both stay in the file.
+  auto other = tuned(TuneMode::Auto);
+  other.img_size = 128;
+  OptimizedEngine small(other);
+  CHECK(small.info().tune.origin == "trials");
+  std::string error;
+  CHECK(corridorkey::detail::tune_cache_read_all(error).size() == 2);
+  CHECK(error.empty());
+}
+
+TEST_CASE("a corrupt tune cache is rebuilt with a warning", "[model][tune]") {
+  CacheFile cache;
+  { std::ofstream(cache.path) << "{\"version\": 1, \"plans\": {\"k\": [tru"; }
+  OptimizedEngine e(tuned(TuneMode::Auto));
+  CHECK_THAT(e.info().notes, Contains("is corrupt") && Contains(cache.path));
+  CHECK(e.info().tune.origin == "trials");
+  std::string error;
+  const auto plans = corridorkey::detail::tune_cache_read_all(error);
+  CHECK(error.empty());
+  REQUIRE(plans.size() == 1);
+  CHECK(plans.begin()->first == e.info().tune.key);
+}
+
+TEST_CASE("an unwritable tune cache keeps the plan in memory", "[model][tune]") {
+  CacheFile cache("/proc/corridorkey-no-such-dir/tune.json");  // cannot be created, even as root
+  OptimizedEngine e(tuned(TuneMode::Auto));
+  CHECK(e.info().tune.origin == "memory");
+  CHECK_THAT(e.info().notes, Contains("cannot be written") && Contains("kept in memory"));
+  OptimizedEngine again(tuned(TuneMode::Auto));
+  CHECK(again.info().tune.origin == "cache");  // from this process's memory
+  CHECK(again.info().precision == e.info().precision);
+}
+
+TEST_CASE("tune off keeps the flag rules and times nothing", "[model][tune]") {
+  CacheFile cache;
+  corridorkey::detail::inject_trial_delay("float32", 400);
+  auto o = tuned(TuneMode::Off);
+  OptimizedEngine e(o);
+  CHECK(e.info().precision == to_string(resolve_precision(Precision::Auto, "cpu")));
+  CHECK(e.info().tune.origin == "off");
+  CHECK(decision(e.info(), "model_precision").source == "rule");
+  CHECK_FALSE(fs::exists(cache.path));
+}
+
+TEST_CASE("a job pins the planning machine's precision", "[model][tune]") {
+  CacheFile cache;
+  corridorkey::detail::inject_trial_delay("float32", 400);
+  const auto [p, how] = planned_precision(tuned(TuneMode::Auto));
+  CHECK(p == Precision::BFloat16);
+  CHECK_THAT(how, Contains("measured plan"));
+  auto fixed = tuned(TuneMode::Auto);
+  fixed.model_precision = Precision::Float32;
+  CHECK(planned_precision(fixed).first == Precision::Float32);
+}
