@@ -9,9 +9,10 @@ premultiply, checkerboard comp), writing FG / Matte / Processed EXRs and Comp PN
   python tools/reference_clip_loop.py CLIP --checkpoint W.pth --img-size 1024 \
       [--precision float32|bfloat16|float16-autocast] [--channels-last] [--threads N]
 
-`float16-autocast` is the reference's CPU default (mixed precision); float32 is faster on
-most CPUs, and bfloat16 + --channels-last is the best plain-PyTorch setting on CPUs with
-bf16. Prints the wall time per frame and in total; run it under /usr/bin/time -v for the
+float32 is what the current reference runs on a CPU (its precision "auto"; releases before
+it autocast to float16: `float16-autocast`), and bfloat16 + --channels-last is the best
+plain-PyTorch setting on CPUs with fast bf16. The forward runs under torch.inference_mode
+with the reference's in-place ReLUs and residual adds (greenformer_ref.py). Prints the wall time per frame and in total; run it under /usr/bin/time -v for the
 process's peak RSS.
 """
 
@@ -124,11 +125,14 @@ def main(argv=None) -> int:
             inp = inp.to(torch.bfloat16)
         if a.channels_last:
             inp = inp.contiguous(memory_format=torch.channels_last)
-        if a.precision == "float16-autocast":
-            with torch.autocast("cpu", dtype=torch.float16):
+        # As the reference's process_frame: under inference_mode; on a CPU its precision
+        # "auto" is float32 with no autocast (older releases autocast to float16).
+        with torch.inference_mode():
+            if a.precision == "float16-autocast":
+                with torch.autocast("cpu", dtype=torch.float16):
+                    res = model(inp)
+            else:
                 res = model(inp)
-        else:
-            res = model(inp)
         alpha = res[11][0, 0].float().numpy()
         fg = res[12][0].float().permute(1, 2, 0).numpy()
         alpha = cv2.resize(alpha, (w, h), interpolation=cv2.INTER_LANCZOS4)
