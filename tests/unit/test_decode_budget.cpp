@@ -117,6 +117,29 @@ TEST_CASE("decode budget: the estimate bounds what decoding holds, for each form
     REQUIRE(im.pixels.size() == f.total() * f.channels());
     CHECK(std::equal(im.pixels.begin(), im.pixels.end(), f.ptr<float>()));
   }
+  // An RGB PNG with a transparent colour (tRNS) decodes to BGRA: 4 channels, from its chunks.
+  {
+    const auto path = (root / "trns.png").string();
+    cv::Mat rgb(90, 160, CV_8UC3, cv::Scalar(10, 20, 30));
+    REQUIRE(cv::imwrite(path, rgb));
+    auto b = bytes_of(path);
+    // tRNS for RGB: one 16-bit sample per channel; CRC over type + data.
+    std::vector<unsigned char> chunk = {0, 0, 0, 6, 't', 'R', 'N', 'S', 0, 30, 0, 20, 0, 10};
+    uint32_t crc = 0xFFFFFFFFu;
+    for (size_t i = 4; i < chunk.size(); ++i) {
+      crc ^= chunk[i];
+      for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    crc ^= 0xFFFFFFFFu;
+    for (int k = 3; k >= 0; --k) chunk.push_back(static_cast<unsigned char>(crc >> (8 * k)));
+    b.insert(b.begin() + 33, chunk.begin(), chunk.end());  // after IHDR
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), b.size());
+    const auto s = io::probe_image_size(path);
+    REQUIRE(s);
+    const cv::Mat d = cv::imread(path, cv::IMREAD_UNCHANGED);
+    REQUIRE(d.channels() == 4);  // OpenCV's own reading of it
+    CHECK(s->channels == 4);
+  }
   // EXR: the float image (RGB) and the chunk Imf unpacks.
   Image im;
   im.width = 160, im.height = 90, im.channels = 3;

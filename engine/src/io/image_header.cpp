@@ -31,12 +31,22 @@ std::optional<ImageSize> png(std::istream& f) {
   if (!f.read(reinterpret_cast<char*>(h.data()), h.size())) return std::nullopt;
   if (std::string(reinterpret_cast<char*>(h.data()) + 12, 4) != "IHDR") return std::nullopt;
   ImageSize s{be32(&h[16]), be32(&h[20])};
-  // Bit depth, colour type (the byte after the 24 read): grey 1 channel, RGB 3, and palette,
-  // grey + alpha, RGBA up to 4 (OpenCV expands a palette with transparency to BGRA).
+  // Bit depth and colour type (the bytes after the 24 read). OpenCV decodes grey to 1
+  // channel, grey + alpha and RGBA to 4, RGB and palette to 3, or 4 when a tRNS chunk (before
+  // the image data) gives them transparency.
   std::array<unsigned char, 2> dc{};
-  if (f.read(reinterpret_cast<char*>(dc.data()), dc.size())) {
-    s.bytes_per_sample = dc[0] > 8 ? 2 : 1;
-    s.channels = dc[1] == 0 ? 1 : dc[1] == 2 ? 3 : 4;
+  if (!f.read(reinterpret_cast<char*>(dc.data()), dc.size())) return s;
+  s.bytes_per_sample = dc[0] > 8 ? 2 : 1;
+  s.channels = dc[1] == 0 ? 1 : dc[1] == 2 || dc[1] == 3 ? 3 : 4;
+  if (s.channels != 3) return s;
+  f.seekg(33);  // signature 8, IHDR: length 4, type 4, data 13, CRC 4
+  for (int guard = 0; guard < 256; ++guard) {
+    std::array<unsigned char, 8> c{};
+    if (!f.read(reinterpret_cast<char*>(c.data()), c.size())) return s;
+    const std::string type(reinterpret_cast<char*>(c.data()) + 4, 4);
+    if (type == "tRNS") s.channels = 4;
+    if (type == "tRNS" || type == "IDAT" || type == "IEND") return s;
+    f.seekg(static_cast<std::streamoff>(be32(c.data())) + 4, std::ios::cur);  // data, CRC
   }
   return s;
 }
