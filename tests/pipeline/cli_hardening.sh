@@ -213,4 +213,104 @@ key "$work/stray" --skip-existing 2> "$work/lock2.txt" || fail "second run: $(ca
 [ ! -e "$tmpf" ] || fail "a dead writer's temporary file was kept"
 grep -q "removed 1 temporary file(s) left by a killed run" "$work/lock2.txt" || fail "no warning: $(cat "$work/lock2.txt")"
 
+# 5. A clip with mixed backing and generated hints: frames 1, 2, 4 green, frame 3 blue. The
+#    clip is keyed as green, so frame 3's hint is all foreground (mean 1.0): that frame fails,
+#    named (before: a garbage matte, exit 0, no word). --on-error decides the rest, and
+#    --no-backing-check keys it anyway. The sampled plates' disagreement is still warned about.
+"$CK_MAKE_CLIP" "$work/mixbk" --frames 4 --size 160x90 --plate png --hint none --prefix f --digits 1 \
+  && "$CK_MAKE_CLIP" "$work/blues" --frames 4 --size 160x90 --plate png --hint none --screen blue \
+       --prefix f --digits 1 || fail "clip generation"
+cp "$work/blues/Input/f3.png" "$work/mixbk/Input/f3.png"
+key "$work/mixbk" --read-workers 1 --quiet 2> "$work/mixbk_stop.txt"; rc=$?
+[ $rc -eq 3 ] || fail "no-backing frame with stop gave $rc: $(cat "$work/mixbk_stop.txt")"
+grep -q "mixbk/Input/f3.png: no green backing found in this plate" "$work/mixbk_stop.txt" \
+  || fail "message: $(cat "$work/mixbk_stop.txt")"
+[ -f "$work/mixbk/Output/Matte/f2.exr" ] || fail "frames before the failure not written"
+[ ! -e "$work/mixbk/Output/Matte/f3.exr" ] && [ ! -e "$work/mixbk/Output/AlphaHint/f3.png" ] \
+  || fail "the failed frame left outputs"
+rm -rf "$work/mixbk/Output"
+key "$work/mixbk" --on-error skip 2> "$work/mixbk_skip.txt"; rc=$?
+[ $rc -eq 5 ] || fail "no-backing frame with skip gave $rc: $(cat "$work/mixbk_skip.txt")"
+for f in 1 2 4; do [ -f "$work/mixbk/Output/Matte/f$f.exr" ] || fail "f$f not keyed with skip"; done
+[ ! -e "$work/mixbk/Output/Matte/f3.exr" ] || fail "f3 keyed despite no backing"
+grep -q "the sampled plates disagree on the backing: the clip is keyed as green, but f3.png (blue)" \
+  "$work/mixbk_skip.txt" || fail "no disagreement warning: $(cat "$work/mixbk_skip.txt")"
+key "$work/mixbk" --no-backing-check --quiet 2> "$work/mixbk_off.txt" || fail "--no-backing-check: exit $?"
+[ -f "$work/mixbk/Output/Matte/f3.exr" ] || fail "--no-backing-check did not key f3"
+#    A close-up that the subject fills (a green margin left, hint mean about 0.9) is keyed.
+"$CK_MAKE_CLIP" "$work/closeup" --frames 3 --size 160x90 --plate png --hint none --prefix f --digits 1 \
+  || fail "clip generation"
+"$CK_PYTHON" - "$work/closeup/Input/f2.png" <<'PY' || fail "close-up plate"
+import cv2, sys
+im = cv2.imread(sys.argv[1])
+im[3:87, 6:154] = (120, 150, 200)  # BGR skin tone over 148 x 84 of 160 x 90 (86%)
+cv2.imwrite(sys.argv[1], im)
+PY
+key "$work/closeup" --quiet 2> "$work/closeup.txt" || fail "close-up refused: exit $? $(cat "$work/closeup.txt")"
+"$CK_PYTHON" - "$work/closeup/Output/AlphaHint/f2.png" <<'PY' || fail "close-up hint is not mostly foreground"
+import cv2, sys
+m = cv2.imread(sys.argv[1], cv2.IMREAD_UNCHANGED).mean() / 255
+assert 0.8 < m < 0.99, m
+PY
+
+# 10. A decode bomb under the pixel limit: a real 1 KB JPEG whose SOF0 is patched to declare
+#     16000 x 16000 (before: decoded in full, 35 s and 7.2 GB RSS, then refused for its shape).
+#     With a hint: refused for its aspect from the headers. Without (generated hints): the
+#     decode budget (pixels x channels x bytes + the float copy, x the read workers) refuses
+#     it before decoding, naming it and the sizes; the run's peak RSS stays that of a clean run.
+"$CK_MAKE_CLIP" "$work/bomb" --frames 3 --size 160x90 --plate png --hint none --prefix f --digits 1 \
+  || fail "clip generation"
+"$CK_PYTHON" - "$work/bomb/Input/f2.png" "$work/bomb/Input/f2.jpg" <<'PY' || fail "bomb"
+import cv2, sys
+assert cv2.imwrite(sys.argv[2], cv2.imread(sys.argv[1]))
+b = bytearray(open(sys.argv[2], "rb").read())
+i = b.index(b"\xff\xc0")  # SOF0: length, precision, height, width
+b[i + 5:i + 9] = (16000).to_bytes(2, "big") * 2
+open(sys.argv[2], "wb").write(b)
+assert len(b) < 4096, len(b)
+PY
+cp -r "$work/bomb" "$work/clean" && rm "$work/bomb/Input/f2.png" "$work/clean/Input/f2.jpg"
+measure() {  # measure OUT CMD...: exit code, seconds, peak RSS (KiB) of CMD, into OUT
+  "$CK_PYTHON" - "$@" <<'PY'
+import resource, subprocess, sys, time
+t = time.time()
+with open(sys.argv[1] + ".err", "w") as err:
+    rc = subprocess.call(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=err)
+open(sys.argv[1], "w").write("%d %.1f %d\n" % (rc, time.time() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+PY
+}
+opts="--profile original --device cpu --read-workers 2 --on-error skip --quiet"
+measure "$work/clean.m" "$cli" inference "$work/clean" $opts --decode-budget-mb 2000
+measure "$work/bomb.m" "$cli" inference "$work/bomb" $opts --decode-budget-mb 2000
+read -r rc_c s_c rss_c < "$work/clean.m"; read -r rc_b s_b rss_b < "$work/bomb.m"
+[ "$rc_c" -eq 0 ] || fail "clean clip gave $rc_c: $(cat "$work/clean.m.err")"
+[ "$rc_b" -eq 5 ] || fail "decode bomb gave $rc_b, expected 5: $(cat "$work/bomb.m.err")"
+grep -q "bomb/Input/f2.jpg: header declares 16000x16000 x 3 channels; decoding it would hold 3662 MiB, x 2 read worker(s) = 7324 MiB, more than the decode budget of 2000 MiB (--decode-budget-mb 2000); refused before decoding" \
+  "$work/bomb.m.err" || fail "message: $(cat "$work/bomb.m.err")"
+[ -f "$work/bomb/Output/Matte/f1.exr" ] && [ -f "$work/bomb/Output/Matte/f3.exr" ] || fail "the other frames not keyed"
+# Peak RSS: within 256 MiB of the clean run (a decode would add 3.7 GB), wall time within 30 s.
+[ "$rss_b" -lt $((rss_c + 262144)) ] || fail "decode bomb peak RSS ${rss_b} KiB, clean run ${rss_c} KiB"
+"$CK_PYTHON" -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]) + 30)" "$s_b" "$s_c" \
+  || fail "decode bomb took ${s_b} s, clean run ${s_c} s"
+echo "decode bomb: refused in ${s_b} s, peak RSS ${rss_b} KiB (clean run: ${s_c} s, ${rss_c} KiB)"
+#     With a hint beside it: refused for its aspect ratio from the headers, before decoding.
+"$CK_MAKE_CLIP" "$work/bombh" --frames 1 --size 160x90 --plate png --hint png --prefix f --digits 1 \
+  || fail "clip generation"
+mv "$work/bomb/Input/f2.jpg" "$work/bombh/Input/f1.jpg" && rm "$work/bombh/Input/f1.png"
+timeout 60 "$cli" inference "$work/bombh" --profile original --device cpu --quiet 2> "$work/bombh.txt"; rc=$?
+[ $rc -eq 3 ] && grep -q "bombh/Input/f1.jpg: plate 16000x16000 and hint 160x90 have different aspect ratios .*before decoding" \
+  "$work/bombh.txt" || fail "bomb with a hint: $rc $(cat "$work/bombh.txt")"
+#     The automatic budget (half the memory this process can still use, MemAvailable and the
+#     cgroup's room): a PNG header declaring 2^20 x 2^15 RGBA, allowed by a raised
+#     --max-pixels, would hold 640 GiB per worker: refused where that is above the budget.
+"$CK_MAKE_CLIP" "$work/wide" --frames 3 --size 160x90 --plate png --hint none --prefix f --digits 1 \
+  || fail "clip generation"
+printf '\211PNG\r\n\032\n\000\000\000\015IHDR\000\020\000\000\000\000\200\000\010\006\000\000\000' > "$work/wide/Input/f2.png"
+avail_kb=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+if [ "$avail_kb" -lt $((640 * 1024 * 1024 * 2)) ]; then  # budget (avail / 2) < 2 workers x 640 GiB
+  key "$work/wide" --on-error skip --max-pixels 68719476736 --quiet 2> "$work/wide.txt"; rc=$?
+  [ $rc -eq 5 ] && grep -q "wide/Input/f2.png: header declares 1048576x32768 x 4 channels; .*decode budget of [0-9]* MiB (half of the [0-9]* MiB this process could still use" \
+    "$work/wide.txt" || fail "automatic budget: $rc $(cat "$work/wide.txt")"
+fi
+
 echo "cli hardening: ok"

@@ -424,6 +424,71 @@ TEST_CASE("a clip whose sampled plates disagree on the backing is warned about",
   fs::remove_all(root);
 }
 
+TEST_CASE("a frame whose generated hint finds no backing fails, named", "[pipeline]") {
+  // Frames 1, 2, 4 green; frame 3 blue (a clip with mixed backing) or grey (no screen at all).
+  // The clip is keyed as green, so frame 3's hint comes out all foreground (mean 1.0) and the
+  // model returns a garbage matte. Before: exit 0, no warning.
+  const auto root = ck_test::temp_dir("no_backing");
+  auto c = spec(4, "green", false);
+  auto mean_of = [](const Image& im) {
+    double s = 0;
+    for (float v : im.pixels) s += v;
+    return s / static_cast<double>(im.pixels.size());
+  };
+  auto run = [&](const fs::path& clip, InferenceOptions job) {
+    job.on_error = OnError::Skip;
+    std::vector<std::string> failed;
+    const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::FrameFailed) failed.push_back(e.message);
+    });
+    return std::pair{s, failed};
+  };
+  Image grey = devtools::synthetic_plate(c, 2);
+  std::fill(grey.pixels.begin(), grey.pixels.end(), 0.18f);
+  for (const auto& [name, odd] : {std::pair{"blue", devtools::synthetic_plate(spec(4, "blue", false), 2)},
+                                  std::pair{"grey", grey}}) {
+    INFO(name);
+    const auto clip = devtools::write_synthetic_clip(root / name, c);
+    const auto file = clip / "Input" / "plate_0003.exr";
+    io::write_exr(file.string(), odd, "RGB", io::ExrCompression::Zip);
+    auto job = job_for(clip);
+    const auto [s, failed] = run(clip, job);
+    CHECK(s.frames_done == 3);
+    CHECK(s.frames_failed == 1);
+    REQUIRE(failed.size() == 1);
+    CHECK_THAT(failed[0], Contains(file.string()) && Contains("no green backing found") &&
+                              Contains("% foreground") && Contains("--no-backing-check"));
+    CHECK_FALSE(fs::exists(clip / "Output" / "AlphaHint" / "plate_0003.png"));  // failed: nothing written
+    CHECK_FALSE(fs::exists(clip / "Output" / "Matte" / "plate_0003.exr"));
+    CHECK(fs::exists(clip / "Output" / "Matte" / "plate_0004.exr"));
+    // The flag turns the check off: the frame is keyed from its all-foreground hint.
+    job.backing_check = false;
+    const auto [s2, failed2] = run(clip, job);
+    CHECK(s2.frames_failed == 0);
+    CHECK(s2.frames_done == 4);
+    CHECK(mean_of(io::read_image((clip / "Output" / "AlphaHint" / "plate_0003.png").string())) >= 0.99);
+  }
+  {  // A close-up that the subject fills still has backing: keyed.
+    // The subject over about 90% of the frame, a green margin of 8 px left and right, 4-5 px
+    // top and bottom: its hint is mostly foreground, but not "no backing".
+    const auto clip = devtools::write_synthetic_clip(root / "closeup", c);
+    Image close = devtools::synthetic_plate(c, 2);
+    for (int y = 4; y < close.height - 5; ++y)
+      for (int x = 8; x < close.width - 8; ++x) {
+        float* px = &close.pixels[(static_cast<size_t>(y) * close.width + x) * 3];
+        px[0] = 0.6f, px[1] = 0.35f, px[2] = 0.25f;  // a skin tone
+      }
+    io::write_exr((clip / "Input" / "plate_0003.exr").string(), close, "RGB", io::ExrCompression::Zip);
+    const auto [s, failed] = run(clip, job_for(clip));
+    CHECK(failed.empty());
+    CHECK(s.frames_done == 4);
+    const double m = mean_of(io::read_image((clip / "Output" / "AlphaHint" / "plate_0003.png").string()));
+    CHECK(m > 0.85);  // the close-up is what it claims: mostly foreground
+    CHECK(m < 0.99);
+  }
+  fs::remove_all(root);
+}
+
 TEST_CASE("NTSC frame rates are encoded as exact rationals", "[pipeline]") {
   const auto ffmpeg = io::find_ffmpeg();
   if (ffmpeg.empty()) {

@@ -282,6 +282,48 @@ TEST_CASE("bad inputs: clear errors, nothing partial", "[pipeline]") {
     CHECK_THAT(err, Contains("plate_0001.png") && Contains("16000x16000") && Contains("320x180") &&
                         Contains("before decoding"));
   }
+  SECTION("a plate whose header declares another shape than its hint video is refused before decoding") {
+    // Image plates, an AlphaHint.avi: the plate's header against the video's frame size. The
+    // other frame is still keyed (the failed one was its own file, not a broken stream) and
+    // the hint video stays paired (frame 2 is keyed with hint frame 2).
+    const auto clip = make_clip(root, "hv", 2);
+    fs::remove_all(clip / "AlphaHint");
+    cv::VideoWriter hv((clip / "AlphaHint.avi").string(), cv::CAP_FFMPEG,
+                       cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 24, cv::Size(160, 90));
+    REQUIRE(hv.isOpened());
+    for (int f = 0; f < 2; ++f) hv.write(cv::Mat(90, 160, CV_8UC3, cv::Scalar::all(255 * f)));
+    hv.release();
+    const unsigned char ihdr[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+                                  0x00, 0x00, 0x3E, 0x80, 0x00, 0x00, 0x3E, 0x80, 8, 2, 0, 0, 0};
+    fs::remove(clip / "Input" / "plate_0001.exr");
+    std::ofstream(clip / "Input" / "plate_0001.png", std::ios::binary)
+        .write(reinterpret_cast<const char*>(ihdr), sizeof ihdr);
+    job.paths = {clip.string()};
+    job.on_error = OnError::Skip;
+    std::vector<std::string> errs;
+    const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::FrameFailed) errs.push_back(e.message);
+    });
+    REQUIRE(errs.size() == 1);
+    CHECK_THAT(errs[0], Contains("plate_0001.png") && Contains("16000x16000") && Contains("160x90") &&
+                            Contains("before decoding"));
+    CHECK(s.frames_failed == 1);
+    CHECK(s.frames_done == 1);
+    // The hint video stayed paired: plate 2's matte is the one it gets when plate 1 is fine
+    // (hint frame 1 is black, frame 2 white: keyed with the wrong one, the matte differs).
+    const auto m_after_failure = io::read_image((clip / "Output" / "Matte" / "plate_0002.exr").string());
+    fs::remove(clip / "Input" / "plate_0001.png");
+    io::write_exr((clip / "Input" / "plate_0001.exr").string(), io::read_image((clip / "Input" / "plate_0002.exr").string()),
+                  "RGB", io::ExrCompression::Zip);
+    fs::remove_all(clip / "Output");
+    CHECK(run_inference(engine_opts(), job).frames_done == 2);
+    const auto m = io::read_image((clip / "Output" / "Matte" / "plate_0002.exr").string());
+    REQUIRE(m.pixels.size() == m_after_failure.pixels.size());
+    double diff = 0;
+    for (size_t i = 0; i < m.pixels.size(); ++i)
+      diff = std::max(diff, static_cast<double>(std::fabs(m.pixels[i] - m_after_failure.pixels[i])));
+    CHECK(diff == 0.0);
+  }
   SECTION("no clips") {
     job.paths = {root.string()};
     CHECK_THROWS_WITH(run_inference(engine_opts(), job), Contains("no clips found"));

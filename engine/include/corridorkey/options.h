@@ -194,6 +194,10 @@ struct InferenceOptions {
   /// Frames whose header declares more pixels are refused before decoding (default
   /// 16384 x 16384): a corrupt or hostile header cannot make the reader allocate gigabytes.
   int64_t max_pixels = int64_t{16384} * 16384;
+  /// Frames whose decoding would hold more bytes (decoded image + its float copy, from the
+  /// header), summed over the read workers, are refused before decoding. MiB; 0 = half the
+  /// memory this process can still use when the run starts (MemAvailable, cgroup limit).
+  int64_t decode_budget_mb = 0;
   /// Nice level of reader and writer threads (0..19): on a CPU node they yield the cores
   /// to inference, which is what bounds throughput.
   int io_nice = 10;
@@ -205,6 +209,9 @@ struct InferenceOptions {
   /// trained with.
   double hint_erode = 3.0;
   double hint_blur = 6.0;
+  /// Generated hints: a frame whose hint is almost all foreground (mean >= 0.99: no backing
+  /// found in it, e.g. a blue plate in a green clip) fails, named; false keys it anyway.
+  bool backing_check = true;
   /// Video deliverables <out>/Comp.mp4 (Matte, FG), encoded from the finished sequences.
   VideoOutputs video_out;
   VideoCodec video_codec = VideoCodec::H264;

@@ -129,6 +129,9 @@ std::vector<Field<O>> rows() {
                           [](double x) { return x >= 0 && x <= 200; },
                           "generated hints: blur radius in pixels of a 1080-line frame",
                           "pixels in 0..200"));
+  r.push_back(switch_row<O>("backing_check", I, &O::backing_check,
+                            "generated hints: fail a frame whose hint is almost all foreground "
+                            "(mean >= 0.99: no backing found in it)"));
   r.push_back(video_out_row());
   r.push_back(choice_row<O, VideoCodec>(
       "video_codec", I, &O::video_codec,
@@ -145,6 +148,10 @@ std::vector<Field<O>> rows() {
   r.push_back(int_row<O, int64_t>("max_pixels", I, &O::max_pixels, 1, int64_t{1} << 36,
                                   "refuse frames whose header declares more pixels (before decoding)",
                                   "a pixel count in 1..68719476736"));
+  r.push_back(int_row<O, int64_t>("decode_budget_mb", I, &O::decode_budget_mb, 0, int64_t{1} << 24,
+                                  "refuse frames whose decoding, summed over the read workers, would "
+                                  "hold more MiB (before decoding); 0 = half the available memory",
+                                  "0 (auto) or MiB in 1..16777216"));
   r.push_back(int_row<O, int>("io_nice", I, &O::io_nice, 0, 19,
                               "nice level of reader/writer threads, so inference keeps the cores"));
   r.push_back(text_row<O>("output_root", I, &O::output_root,

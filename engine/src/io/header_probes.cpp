@@ -32,10 +32,14 @@ int64_t pnm_number(std::istream& f) {
 }
 
 std::optional<ImageSize> pnm(std::istream& f) {  // P1..P6, PF / Pf: "P6 <w> <h> ..."
-  f.seekg(2);
+  f.seekg(1);
+  const int kind = f.get();
   const int64_t w = pnm_number(f), h = pnm_number(f);
   if (w < 0 || h < 0) return std::nullopt;
-  return ImageSize{w, h};
+  // P3 / P6 and PF are colour, the others grey; PF / Pf float, others up to 16 bits (maxval).
+  const bool colour = kind == '3' || kind == '6' || kind == 'F';
+  const bool fp = kind == 'F' || kind == 'f';
+  return ImageSize{w, h, colour ? 3 : 1, fp ? 4 : 2};
 }
 
 std::optional<ImageSize> radiance(std::istream& f) {  // header lines, a blank line, "-Y h +X w"
@@ -48,26 +52,28 @@ std::optional<ImageSize> radiance(std::istream& f) {  // header lines, a blank l
   if (std::sscanf(line.c_str(), "%2s %lld %2s %lld", a1, &n1, a2, &n2) != 4 || n1 < 0 || n2 < 0)
     return std::nullopt;
   const bool y_first = a1[1] == 'Y';
-  return y_first ? ImageSize{n2, n1} : ImageSize{n1, n2};
+  return y_first ? ImageSize{n2, n1, 3, 4} : ImageSize{n1, n2, 3, 4};  // RGB float
 }
 
 std::optional<ImageSize> webp(std::istream& f) {  // RIFF....WEBP then VP8 / VP8L / VP8X
   std::array<unsigned char, 30> h{};
   if (!read(f, h.data(), h.size())) return std::nullopt;
   if (std::memcmp(&h[8], "WEBP", 4) != 0) return std::nullopt;
-  if (std::memcmp(&h[12], "VP8 ", 4) == 0) return ImageSize{le16(&h[26]) & 0x3fff, le16(&h[28]) & 0x3fff};
+  // Decoded as 8-bit BGR or BGRA: 4 channels at most.
+  if (std::memcmp(&h[12], "VP8 ", 4) == 0) return ImageSize{le16(&h[26]) & 0x3fff, le16(&h[28]) & 0x3fff, 4, 1};
   if (std::memcmp(&h[12], "VP8L", 4) == 0) {
     const uint32_t b = uint32_t{h[21]} | (h[22] << 8) | (h[23] << 16) | (uint32_t{h[24]} << 24);
-    return ImageSize{(b & 0x3fff) + 1, ((b >> 14) & 0x3fff) + 1};
+    return ImageSize{(b & 0x3fff) + 1, ((b >> 14) & 0x3fff) + 1, 4, 1};
   }
-  if (std::memcmp(&h[12], "VP8X", 4) == 0) return ImageSize{int64_t{le24(&h[24])} + 1, int64_t{le24(&h[27])} + 1};
+  if (std::memcmp(&h[12], "VP8X", 4) == 0)
+    return ImageSize{int64_t{le24(&h[24])} + 1, int64_t{le24(&h[27])} + 1, 4, 1};
   return std::nullopt;
 }
 
 std::optional<ImageSize> sun_raster(std::istream& f) {
   std::array<unsigned char, 12> h{};
   if (!read(f, h.data(), h.size())) return std::nullopt;
-  return ImageSize{be32(&h[4]), be32(&h[8])};
+  return ImageSize{be32(&h[4]), be32(&h[8]), 4, 1};  // 8-bit, BGR(A) at most
 }
 
 std::optional<ImageSize> j2k_codestream(std::istream& f) {  // SOC, then SIZ: Xsiz Ysiz XOsiz YOsiz

@@ -1,5 +1,6 @@
 #include "io/image_header.h"
 
+#include "io/decode_budget.h"
 #include "io/header_probes.h"
 
 #include <corridorkey/errors.h>
@@ -29,7 +30,25 @@ std::optional<ImageSize> png(std::istream& f) {
   std::array<unsigned char, 24> h{};
   if (!f.read(reinterpret_cast<char*>(h.data()), h.size())) return std::nullopt;
   if (std::string(reinterpret_cast<char*>(h.data()) + 12, 4) != "IHDR") return std::nullopt;
-  return ImageSize{be32(&h[16]), be32(&h[20])};
+  ImageSize s{be32(&h[16]), be32(&h[20])};
+  // Bit depth and colour type (the bytes after the 24 read). OpenCV decodes grey to 1
+  // channel, grey + alpha and RGBA to 4, RGB and palette to 3, or 4 when a tRNS chunk (before
+  // the image data) gives them transparency.
+  std::array<unsigned char, 2> dc{};
+  if (!f.read(reinterpret_cast<char*>(dc.data()), dc.size())) return s;
+  s.bytes_per_sample = dc[0] > 8 ? 2 : 1;
+  s.channels = dc[1] == 0 ? 1 : dc[1] == 2 || dc[1] == 3 ? 3 : 4;
+  if (s.channels != 3) return s;
+  f.seekg(33);  // signature 8, IHDR: length 4, type 4, data 13, CRC 4
+  for (int guard = 0; guard < 256; ++guard) {
+    std::array<unsigned char, 8> c{};
+    if (!f.read(reinterpret_cast<char*>(c.data()), c.size())) return s;
+    const std::string type(reinterpret_cast<char*>(c.data()) + 4, 4);
+    if (type == "tRNS") s.channels = 4;
+    if (type == "tRNS" || type == "IDAT" || type == "IEND") return s;
+    f.seekg(static_cast<std::streamoff>(be32(c.data())) + 4, std::ios::cur);  // data, CRC
+  }
+  return s;
 }
 
 std::optional<ImageSize> jpeg(std::istream& f) {
@@ -46,9 +65,13 @@ std::optional<ImageSize> jpeg(std::istream& f) {
     const uint16_t n = be16(len.data());
     if (n < 2) return std::nullopt;
     if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
-      std::array<unsigned char, 5> sof{};
+      // Precision, height, width, components.
+      std::array<unsigned char, 6> sof{};
       if (!f.read(reinterpret_cast<char*>(sof.data()), sof.size())) return std::nullopt;
-      return ImageSize{be16(&sof[3]), be16(&sof[1])};
+      ImageSize s{be16(&sof[3]), be16(&sof[1])};
+      s.channels = sof[5] >= 3 ? 3 : 1;  // OpenCV decodes YCbCr / CMYK / grey to BGR or grey
+      s.bytes_per_sample = sof[0] > 8 ? 2 : 1;
+      return s;
     }
     if (marker == 0xD9 || marker == 0xDA) return std::nullopt;  // no frame header before data
     f.seekg(n - 2, std::ios::cur);
@@ -73,18 +96,28 @@ std::optional<ImageSize> tiff(std::istream& f) {
     if (!f.read(reinterpret_cast<char*>(e.data()), e.size())) return std::nullopt;
     const uint16_t tag = u16(&e[0]), type = u16(&e[2]);
     const int64_t v = type == 3 ? u16(&e[8]) : type == 4 ? u32(&e[8]) : -1;
+    const uint32_t count = u32(&e[4]);
     if (tag == 256) s.width = v;
     if (tag == 257) s.height = v;
+    // Samples per pixel; bits per sample when one value is given (several: left unknown).
+    if (tag == 277 && v > 0) s.channels = static_cast<int>(std::min<int64_t>(v, 4));
+    if (tag == 258 && count == 1 && v > 0) s.bytes_per_sample = v <= 8 ? 1 : v <= 16 ? 2 : v <= 32 ? 4 : 8;
   }
+  // OpenCV's TIFF decoder reads a strip (or tile) at a time into a buffer of its own; a file
+  // written as one strip makes that buffer the whole image.
+  s.decoder_copies = 1;
   if (s.width < 0 || s.height < 0) return std::nullopt;
   return s;
 }
 
 std::optional<ImageSize> bmp(std::istream& f) {
-  std::array<unsigned char, 26> h{};
+  std::array<unsigned char, 30> h{};
   if (!f.read(reinterpret_cast<char*>(h.data()), h.size())) return std::nullopt;
   const int32_t w = static_cast<int32_t>(le32(&h[18])), hgt = static_cast<int32_t>(le32(&h[22]));
-  return ImageSize{w, hgt < 0 ? -int64_t{hgt} : hgt};
+  ImageSize s{w, hgt < 0 ? -int64_t{hgt} : hgt};
+  s.channels = le16(&h[28]) == 32 ? 4 : 3;  // bits per pixel; palettes decode to BGR
+  s.bytes_per_sample = 1;
+  return s;
 }
 
 }  // namespace
@@ -114,7 +147,8 @@ std::optional<ExrHeader> exr_header(const std::string& path) {
     const auto dw = h.dataWindow();
     const int64_t w = int64_t{dw.max.x} - dw.min.x + 1, ht = int64_t{dw.max.y} - dw.min.y + 1;
     uint64_t bytes_per_px = 0;  // every channel, as the decoder holds them (subsampling ignored)
-    for (auto c = h.channels().begin(); c != h.channels().end(); ++c)
+    int nch = 0;
+    for (auto c = h.channels().begin(); c != h.channels().end(); ++c, ++nch)
       bytes_per_px += c.channel().type == Imf::HALF ? 2 : 4;
     uint64_t chunk = 0;
     if (h.hasTileDescription()) {
@@ -131,7 +165,8 @@ std::optional<ExrHeader> exr_header(const std::string& path) {
       }
       chunk = static_cast<uint64_t>(std::max<int64_t>(w, 0)) * lines * bytes_per_px;
     }
-    return ExrHeader{{w, ht}, chunk};
+    // read_exr keeps at most RGBA, as float.
+    return ExrHeader{{w, ht, std::min(std::max(nch, 1), 4), 4}, chunk};
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -176,6 +211,13 @@ std::optional<ImageSize> probe_image_size(const std::string& path) {
 }
 
 void check_image_size(const std::string& path, int64_t max_pixels) {
+  DecodeLimits l;
+  l.max_pixels = max_pixels;
+  check_image_size(path, l);
+}
+
+void check_image_size(const std::string& path, const DecodeLimits& limits) {
+  const int64_t max_pixels = limits.max_pixels;
   // An EXR's header is parsed once, here, for its size and its largest chunk. Other formats
   // without a readable header go on to their decoder, which fails cleanly on its own; an EXR
   // does not: Imf::InputFile sizes buffers from whatever header it parses.
@@ -199,6 +241,7 @@ void check_image_size(const std::string& path, int64_t max_pixels) {
              ": one chunk of this EXR unpacks to ", exr->chunk_bytes, " bytes (", s->width,
              " px wide lines, all channels, the lines its compression groups), more than the "
              "limit of ", max_pixels, " (--max-pixels bounds a chunk's bytes too)");
+  check_decode_budget(path, *s, exr ? exr->chunk_bytes : 0, limits);
 }
 
 }  // namespace corridorkey::io

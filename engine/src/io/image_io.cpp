@@ -93,15 +93,22 @@ Image read_cv(const std::string& path) {
     case CV_32F: break;
     default: throw IoError(path + ": unsupported sample type (expected 8/16-bit or float)");
   }
-  cv::Mat f;
-  m.convertTo(f, CV_32F, scale);
-  if (ch == 3) cv::cvtColor(f, f, cv::COLOR_BGR2RGB);
-  if (ch == 4) cv::cvtColor(f, f, cv::COLOR_BGRA2RGBA);
+  // Converted straight into the image's pixels, then B and R swapped in place: the decoded
+  // image and one float copy, 5 bytes a sample for 8-bit (decode_bytes counts this). Converting
+  // into a cv::Mat, swapping with cvtColor (which copies an in-place source) and copying
+  // out held 1 + 4 + 4 bytes: 7.2 GB for 16000 x 16000 RGB. The values are the same.
   Image im;
-  im.width = f.cols;
-  im.height = f.rows;
+  im.width = m.cols;
+  im.height = m.rows;
   im.channels = ch;
-  im.pixels.assign(reinterpret_cast<const float*>(f.datastart), reinterpret_cast<const float*>(f.dataend));
+  im.pixels.resize(static_cast<size_t>(m.cols) * m.rows * ch);
+  cv::Mat f(m.rows, m.cols, CV_32FC(ch), im.pixels.data());
+  m.convertTo(f, CV_32F, scale);
+  CK_CHECK(f.data == reinterpret_cast<uchar*>(im.pixels.data()), IoError, path,
+           ": internal: conversion reallocated");
+  m.release();
+  if (ch >= 3)
+    for (size_t i = 0; i < im.pixels.size(); i += static_cast<size_t>(ch)) std::swap(im.pixels[i], im.pixels[i + 2]);
   return im;
 }
 
@@ -166,11 +173,17 @@ std::string not_a_file(const std::string& path) {
 }  // namespace
 
 Image read_image(const std::string& path, int64_t max_pixels) {
+  DecodeLimits l;
+  l.max_pixels = max_pixels;
+  return read_image(path, l);
+}
+
+Image read_image(const std::string& path, const DecodeLimits& limits) {
   const auto why = not_a_file(path);
   CK_CHECK(why.empty(), IoError, path, ": ", why);
   const auto e = lower_ext(path);
   CK_CHECK(e != ".dpx", IoError, path, ": DPX is not supported yet; convert to EXR or 16-bit TIFF");
-  check_image_size(path, max_pixels);  // before any pixel memory is allocated
+  check_image_size(path, limits);  // before any pixel memory is allocated
   return e == ".exr" ? read_exr(path) : read_cv(path);
 }
 
@@ -287,11 +300,17 @@ void write_image16(const std::string& path, const Image& im) {
 }
 
 bool readable_output(const std::string& path, int64_t max_pixels) {
+  DecodeLimits l;
+  l.max_pixels = max_pixels;
+  return readable_output(path, l);
+}
+
+bool readable_output(const std::string& path, const DecodeLimits& limits) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) == 0) return false;
   try {
+    check_image_size(path, limits);  // a header a decoder would size huge buffers from
     if (lower_ext(path) == ".exr") {
-      check_image_size(path, max_pixels);  // a header Imf would size huge buffers from
 
       // isComplete() only checks the offset table: a file cut in half can pass it. Decode
       // every scanline, 64 rows at a time, into a small buffer.
@@ -343,6 +362,8 @@ int VideoReader::frame_count() const {
   return static_cast<int>(impl_->cap.get(cv::CAP_PROP_FRAME_COUNT));
 }
 double VideoReader::fps() const { return impl_->cap.get(cv::CAP_PROP_FPS); }
+int VideoReader::width() const { return static_cast<int>(impl_->cap.get(cv::CAP_PROP_FRAME_WIDTH)); }
+int VideoReader::height() const { return static_cast<int>(impl_->cap.get(cv::CAP_PROP_FRAME_HEIGHT)); }
 
 bool VideoReader::next(Image& out) {
   cv::Mat m;

@@ -5,6 +5,7 @@
 
 #include <corridorkey/image.h>
 
+#include "io/decode_budget.h"
 #include "io/image_header.h"
 #include "io/temp_files.h"
 
@@ -19,6 +20,9 @@ namespace corridorkey::io {
 /// (RGB or RGBA order; 1 for grey / Y / single-channel EXR). Throws IoError naming the file,
 /// also when the header declares more than max_pixels pixels (checked before decoding).
 Image read_image(const std::string& path, int64_t max_pixels = kDefaultMaxPixels);
+/// The same, refusing also (before decoding) a file whose decoding would hold more than the
+/// decode budget, counted for limits.workers frames decoded at once.
+Image read_image(const std::string& path, const DecodeLimits& limits);
 
 /// The extensions of frames (lower case, with the dot): .exr, .dpx (refused when read, by
 /// name), and each still format the linked OpenCV decodes (.png .jpg .jpeg .jpe .tif .tiff
@@ -48,6 +52,8 @@ void write_image16(const std::string& path, const Image& image);
 /// True if the file exists and decodes completely, every pixel (used by --skip-existing: a
 /// file cut short by a crash or a full disk is redone, not trusted).
 bool readable_output(const std::string& path, int64_t max_pixels = kDefaultMaxPixels);
+/// The same, false also for a file refused by the decode budget (it is then redone).
+bool readable_output(const std::string& path, const DecodeLimits& limits);
 
 /// Sequential video decoding (one frame at a time, RGB float 0..1).
 class VideoReader {
@@ -57,6 +63,9 @@ class VideoReader {
   /// Frame count as reported by the container (may be approximate for some codecs).
   int frame_count() const;
   double fps() const;
+  /// Frame size as the container reports it (before any frame is decoded).
+  int width() const;
+  int height() const;
   /// Next frame; false at the end. Throws IoError on a decode failure mid-stream.
   bool next(Image& out);
 

@@ -82,7 +82,8 @@ std::string numbering_drift(const io::Clip& c, int n) {
 /// with the same backing colour. Scene-linear plates are sRGB-encoded first, as the
 /// model sees them. A plate that cannot be read is left out (its frame fails later, on its
 /// own); when none can be read, the first error is thrown.
-std::vector<Image> estimation_plates(const io::Clip& c, int n, bool linear, int64_t max_pixels) {
+std::vector<Image> estimation_plates(const io::Clip& c, int n, bool linear, bool hint_files,
+                                     const io::DecodeLimits& limits) {
   std::vector<Image> v;
   std::string first_error;
   auto attempt = [&](const std::function<Image()>& read) {
@@ -102,8 +103,24 @@ std::vector<Image> estimation_plates(const io::Clip& c, int n, bool linear, int6
   } else {
     std::vector<int> idx = {0, n / 2, n - 1};
     idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+    io::ImageSize hint_video;  // a hint video's frame size, from its container
+    if (hint_files && c.hint.is_video()) try {
+        io::VideoReader r(c.hint.video);
+        hint_video = {r.width(), r.height()};
+      } catch (const IoError&) {  // its frames fail on their own
+      }
     for (int i : idx)
-      attempt([&] { return io::read_image(c.input.frames[static_cast<size_t>(i)], max_pixels); });
+      attempt([&] {
+        const auto& file = c.input.frames[static_cast<size_t>(i)];
+        // A plate of another shape than its hint fails anyway: not decoded here either.
+        if (hint_files && !c.hint.is_video() && i < c.hint.count())
+          check_shapes_from_headers(file, c.hint.frames[static_cast<size_t>(i)]);
+        if (hint_video.width > 0) {
+          const auto a = header_size(file);
+          check_aspect(file, a.width, a.height, hint_video.width, hint_video.height);
+        }
+        return io::read_image(file, limits);
+      });
   }
   if (v.empty()) throw IoError(first_error);
   for (auto& im : v) {
@@ -116,7 +133,8 @@ std::vector<Image> estimation_plates(const io::Clip& c, int n, bool linear, int6
 }
 
 /// Decides where the clip's hints come from and which backing it has.
-void resolve_hints(ClipPlan& p, const InferenceOptions& job, int& n, Plan& plan) {
+void resolve_hints(ClipPlan& p, const InferenceOptions& job, int& n, Plan& plan,
+                   const io::DecodeLimits& limits) {
   const auto& c = p.clip;
   const bool has_files = !c.hint.empty();
   CK_CHECK(has_files || job.hint != HintSource::Files, IoError, c.root,
@@ -125,6 +143,7 @@ void resolve_hints(ClipPlan& p, const InferenceOptions& job, int& n, Plan& plan)
   p.generate_hint = job.hint == HintSource::Chroma || !has_files;
   p.hint_options.erode = job.hint_erode;
   p.hint_options.blur = job.hint_blur;
+  p.backing_check = job.backing_check;
   if (p.generate_hint) {
     plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root,
                            std::string(has_files ? "AlphaHint/ ignored (hint chroma)"
@@ -149,7 +168,7 @@ void resolve_hints(ClipPlan& p, const InferenceOptions& job, int& n, Plan& plan)
   // The backing: needed to generate hints, and (screen auto) to tell green from blue.
   if (p.generate_hint || job.screen == Screen::Auto) {
     try {
-      const auto plates = estimation_plates(c, n, p.linear, job.max_pixels);
+      const auto plates = estimation_plates(c, n, p.linear, !p.generate_hint, limits);
       std::vector<ImageView> views;
       for (const auto& im : plates) views.push_back(im.view());
       p.screen = estimate_screen(views, job.screen, c.root);
@@ -222,6 +241,26 @@ void check_distinct_outputs(const std::vector<io::Clip>& clips, const InferenceO
 
 }  // namespace
 
+// Shapes from headers (clip_plan.h): sizes not known (0) are left to the check after decoding.
+void check_aspect(const std::string& plate, int64_t pw, int64_t ph, int64_t hw, int64_t hh) {
+  if (pw <= 0 || ph <= 0 || hw <= 0 || hh <= 0) return;
+  const double ar_p = static_cast<double>(pw) / static_cast<double>(ph);
+  const double ar_h = static_cast<double>(hw) / static_cast<double>(hh);
+  CK_CHECK(std::fabs(ar_p / ar_h - 1.0) <= 0.01, IoError, plate, ": plate ", pw, "x", ph, " and hint ",
+           hw, "x", hh,
+           " have different aspect ratios (a hint may differ in size, not in shape; told from "
+           "the headers, before decoding)");
+}
+
+io::ImageSize header_size(const std::string& file) {
+  return io::probe_image_size(file).value_or(io::ImageSize{});
+}
+
+void check_shapes_from_headers(const std::string& plate, const std::string& hint) {
+  const auto a = header_size(plate), b = header_size(hint);
+  check_aspect(plate, a.width, a.height, b.width, b.height);
+}
+
 std::vector<std::string> FrameOutputs::all() const {
   std::vector<std::string> v;
   for (const auto* p : {&fg, &matte, &processed, &comp})
@@ -244,7 +283,7 @@ namespace {
 /// When those plates disagree on their own (green, then blue), frames of the other backing
 /// get a hint keyed against the wrong colour: warn, naming them. A plate that cannot be read
 /// is left out (its frame fails on its own).
-void check_backing_agreement(const ClipPlan& p, const InferenceOptions& job, int n, Plan& plan) {
+void check_backing_agreement(const ClipPlan& p, int n, Plan& plan, const io::DecodeLimits& limits) {
   const auto& c = p.clip;
   if (!p.generate_hint || c.input.is_video() || n < 2) return;
   std::vector<int> idx = {0, n / 2, n - 1};
@@ -255,7 +294,7 @@ void check_backing_agreement(const ClipPlan& p, const InferenceOptions& job, int
     const auto& file = c.input.frames[static_cast<size_t>(i)];
     Image im;
     try {
-      im = io::read_image(file, job.max_pixels);
+      im = io::read_image(file, limits);
     } catch (const IoError&) {
       continue;
     }
@@ -292,7 +331,8 @@ void check_video_encoder(const Plan& plan, const InferenceOptions& job) {
 
 /// Output folders made, a killed run's temporary files removed, and (skip-existing) the
 /// frames whose outputs are complete taken out of p.frames.
-void prepare_outputs(ClipPlan& p, const InferenceOptions& job, Plan& plan, bool& warned_locks) {
+void prepare_outputs(ClipPlan& p, const InferenceOptions& job, Plan& plan, bool& warned_locks,
+                     const io::DecodeLimits& limits) {
   const auto& c = p.clip;
   std::vector<fs::path> dirs = {p.out / "FG", p.out / "Matte", p.out / "Processed",
                                 p.out / "Comp", p.out};  // p.out: videos
@@ -325,7 +365,7 @@ void prepare_outputs(ClipPlan& p, const InferenceOptions& job, Plan& plan, bool&
     if (job.skip_existing) {
       const auto outs = outputs_for(p, job, p.stems[i]).all();
       if (std::all_of(outs.begin(), outs.end(),
-                      [&](const std::string& o) { return io::readable_output(o, job.max_pixels); })) {
+                      [&](const std::string& o) { return io::readable_output(o, limits); })) {
         ++plan.frames_skipped;
         plan.events.push_back({PipelineEvent::Kind::FrameSkipped, c.name, p.stems[i],
                                outs.front(), "outputs exist"});
@@ -342,6 +382,11 @@ void prepare_outputs(ClipPlan& p, const InferenceOptions& job, Plan& plan, bool&
 
 Plan plan_job(const InferenceOptions& job) {
   Plan plan;
+  // The budget is read once, here (after the model is loaded): a frame is refused or not
+  // whatever the memory does during the run. Planning reads one plate at a time.
+  plan.decode = io::decode_limits(job.max_pixels, job.decode_budget_mb, job.read_workers);
+  io::DecodeLimits one = plan.decode;
+  one.workers = 1;
   const auto clips = io::discover_clips(job.paths, &plan.clips_skipped);
   for (const auto& why : plan.clips_skipped)  // a symbolic link loop, an unreadable folder
     plan.events.push_back({PipelineEvent::Kind::Warning, "", "", "", why});
@@ -361,8 +406,8 @@ Plan plan_job(const InferenceOptions& job) {
                              "EXR plates keyed as sRGB (the reference's default); pass --linear "
                              "(or --color auto) if they are scene-linear"});
     p.out = output_folder(c, job);
-    resolve_hints(p, job, n, plan);
-    check_backing_agreement(p, job, n, plan);
+    resolve_hints(p, job, n, plan, one);
+    check_backing_agreement(p, n, plan, one);
     resolve_videos(p, job, plan);
     for (int i = 0; i < n; ++i)
       p.stems.push_back(c.input.is_video() ? zero_pad(i, 5)
@@ -378,7 +423,7 @@ Plan plan_job(const InferenceOptions& job) {
   }
   check_video_encoder(plan, job);
   bool warned_locks = false;
-  for (auto& p : plan.clips) prepare_outputs(p, job, plan, warned_locks);
+  for (auto& p : plan.clips) prepare_outputs(p, job, plan, warned_locks, one);
   return plan;
 }
 

@@ -7,6 +7,7 @@
 #include <corridorkey/pipeline.h>
 
 #include "io/clip.h"
+#include "io/decode_budget.h"
 
 #include <filesystem>
 #include <string>
@@ -23,6 +24,8 @@ struct ClipPlan {
   /// Hints from a chroma key of each plate, written to <out>/AlphaHint/<stem>.png.
   bool generate_hint = false;
   ChromaHintOptions hint_options;
+  /// A frame whose generated hint finds no backing (mean >= kNoBackingMean) fails.
+  bool backing_check = true;
   /// The backing: estimated (coverage > 0) or as given by --screen.
   ScreenEstimate screen;
   /// Which engine keys the clip (0 = the main one, 1 = the blue-screen model), the model
@@ -61,7 +64,18 @@ struct Plan {
   std::vector<PlannedEvent> events;
   int frames_total = 0, frames_skipped = 0;
   std::vector<std::string> clips_skipped;  // unreadable clips of a clips root, for the summary
+  /// Pixel limit and decode budget of the read workers (planning reads one frame at a time).
+  io::DecodeLimits decode;
 };
+
+/// IoError when a plate and its hint have different aspect ratios, told from their headers
+/// (check_aspect: sizes given, e.g. a video's) before either is decoded: a small file
+/// declaring 16000 x 16000 would otherwise be decoded in full, tens of seconds and
+/// gigabytes, only to be refused for its shape afterwards. Unknown sizes (0) pass.
+void check_aspect(const std::string& plate, int64_t pw, int64_t ph, int64_t hw, int64_t hh);
+void check_shapes_from_headers(const std::string& plate, const std::string& hint);
+/// The size a file's header declares; 0 x 0 when it cannot be told.
+io::ImageSize header_size(const std::string& file);
 
 /// Throws IoError / ConfigError for what makes the whole run impossible (no clips, count
 /// mismatch without allow_mismatch, bad frame ranges, unwritable output folders, no hints

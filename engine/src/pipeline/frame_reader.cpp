@@ -29,9 +29,30 @@ size_t sanitize(Image& im) {
   return bad;
 }
 
+/// A generated hint whose mean is at least this is "no backing found in the plate": a
+/// blue plate in a clip keyed as green, or a grey one, gives 1.0 (every pixel foreground),
+/// and the model then returns a garbage matte. A close-up the subject fills still leaves
+/// some backing: 0.89 for a subject over 90% of the frame (test_hints_video.cpp).
+constexpr double kNoBackingMean = 0.99;
+
+void check_backing_found(const ClipPlan& p, const Image& hint, const std::string& file) {
+  if (!p.backing_check || hint.pixels.empty()) return;
+  double sum = 0;
+  for (float v : hint.pixels) sum += v;
+  const double mean = sum / static_cast<double>(hint.pixels.size());
+  const char* screen = p.screen.screen == Screen::Blue ? "blue" : "green";
+  CK_CHECK(mean < kNoBackingMean, IoError, file, ": no ", screen,
+           " backing found in this plate: its generated hint is ", std::lround(mean * 1000) / 10.0,
+           "% foreground (at least ", kNoBackingMean * 100, "% is taken as no backing; the clip's "
+           "backing was estimated from its first, middle and last plates). Another backing, or "
+           "none? Split the clip, give it AlphaHint/, or --no-backing-check keys it anyway");
+}
+
 /// The generated hint of a plate (RGB, negatives clamped), quantised to the 8-bit levels
 /// of the PNG written for review, so keying from that PNG later gives the same matte.
-Image generate_hint(const ClipPlan& p, const Image& plate, const std::string& stem) {
+/// Refused (nothing written) when it finds no backing in the plate.
+Image generate_hint(const ClipPlan& p, const Image& plate, const std::string& stem,
+                    const std::string& file) {
   const Image* srgb = &plate;
   Image encoded;
   if (p.linear) {  // the key runs on the sRGB-encoded plate, as the model sees it
@@ -41,6 +62,7 @@ Image generate_hint(const ClipPlan& p, const Image& plate, const std::string& st
   }
   Image hint = chroma_hint(srgb->view(), p.screen, p.hint_options);
   for (auto& v : hint.pixels) v = static_cast<float>(std::lround(v * 255.f)) / 255.f;
+  check_backing_found(p, hint, file);
   io::write_png8(p.hint_file(stem).string(), hint, /*round=*/true);
   return hint;
 }
@@ -51,20 +73,6 @@ std::string hint_source(const ClipPlan& p, int index) {
   if (p.generate_hint) return p.hint_file(p.stems[static_cast<size_t>(index)]).string();
   if (p.clip.hint.is_video()) return p.clip.hint.video + "#" + std::to_string(index);
   return p.clip.hint.frames[static_cast<size_t>(index)];
-}
-
-/// Plate and hint of different shapes, told from their headers before either is decoded
-/// (a small file declaring 16000 x 16000 would otherwise be decoded in full, tens of
-/// seconds and gigabytes, only to be refused for its shape afterwards).
-void check_shapes_from_headers(const std::string& plate, const std::string& hint) {
-  const auto a = io::probe_image_size(plate), b = io::probe_image_size(hint);
-  if (!a || !b || a->width <= 0 || a->height <= 0 || b->width <= 0 || b->height <= 0) return;
-  const double ar_p = static_cast<double>(a->width) / static_cast<double>(a->height);
-  const double ar_h = static_cast<double>(b->width) / static_cast<double>(b->height);
-  CK_CHECK(std::fabs(ar_p / ar_h - 1.0) <= 0.01, IoError, plate, ": plate ", a->width, "x", a->height,
-           " and hint ", b->width, "x", b->height,
-           " have different aspect ratios (a hint may differ in size, not in shape; told from "
-           "the headers, before decoding)");
 }
 
 }  // namespace
@@ -94,7 +102,7 @@ ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
     it.warnings.push_back(hint_source(p, index) + ": " + std::to_string(bad) +
                           " NaN/Inf samples in the hint set to 0");
   for (auto& v : plate.pixels) v = std::max(v, 0.f);  // EXR negatives clamped (reference)
-  if (p.generate_hint) hint = generate_hint(p, plate, it.stem);
+  if (p.generate_hint) hint = generate_hint(p, plate, it.stem, file);
   if (p.swap_gb) swap_green_blue(plate);  // after the hint: it keys the plate as shot
   const double ar_p = static_cast<double>(plate.width) / plate.height;
   const double ar_h = static_cast<double>(hint.width) / hint.height;
@@ -126,8 +134,8 @@ ReadItem FrameReader::read_frame(size_t ci, int index) const {
   try {
     const auto t = Clock::now();
     if (!p.generate_hint) check_shapes_from_headers(file, p.clip.hint.frames[index]);
-    Image plate = io::read_image(file, max_pixels_);
-    Image hint = p.generate_hint ? Image{} : io::read_image(p.clip.hint.frames[index], max_pixels_);
+    Image plate = io::read_image(file, limits_);
+    Image hint = p.generate_hint ? Image{} : io::read_image(p.clip.hint.frames[index], limits_);
     return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t));
   } catch (const std::exception& e) {
     return ReadItem::failed(ci, index, p.stems[index], file, e.what());
@@ -155,20 +163,40 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
     const std::string file =
         vin ? p.clip.input.video + "#" + std::to_string(i) : p.clip.input.frames[i];
     std::string err;
+    bool stream_broke = false;
+    // A frame file that is refused or does not decode fails that frame alone; the other
+    // stream still advances, so the frames after it stay paired.
+    auto frame_file = [&](const std::function<void()>& read) {
+      try {
+        read();
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+    };
     try {
       if (vin) {
         CK_CHECK(vin->next(plate), IoError, p.clip.input.video, ": video ended at frame ", i,
                  " (container reported ", p.clip.input.count(), ")");
       } else if (wanted) {
-        plate = io::read_image(file, max_pixels_);
+        frame_file([&] {
+          const auto a = header_size(file);
+          if (vhint) check_aspect(file, a.width, a.height, vhint->width(), vhint->height());
+          plate = io::read_image(file, limits_);
+        });
       }
       if (vhint) {
         CK_CHECK(vhint->next(hint), IoError, p.clip.hint.video, ": hint video ended at frame ", i);
-      } else if (wanted && !p.generate_hint) {
-        hint = io::read_image(p.clip.hint.frames[i], max_pixels_);
+      } else if (wanted && !p.generate_hint && err.empty()) {
+        frame_file([&] {
+          const auto& hf = p.clip.hint.frames[i];
+          const auto b = header_size(hf);
+          if (vin) check_aspect(file, vin->width(), vin->height(), b.width, b.height);
+          hint = io::read_image(hf, limits_);
+        });
       }
     } catch (const std::exception& e) {
       err = e.what();
+      stream_broke = true;
     }
     if (!wanted && err.empty()) continue;  // decoded only to advance the stream
     ReadItem it;
@@ -181,8 +209,10 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
     }
     if (!err.empty()) {
       const int index = p.frames[k];
-      sink(ReadItem::failed(ci, index, p.stems[index], file, err));
-      return;  // a broken stream cannot continue
+      if (!sink(ReadItem::failed(ci, index, p.stems[index], file, err))) return;
+      if (stream_broke) return;  // a broken stream cannot continue
+      ++k;  // this frame's own problem (a bad frame file, no backing found): go on
+      continue;
     }
     ++k;
     if (!sink(std::move(it))) return;

@@ -12,8 +12,9 @@ namespace corridorkey::pipeline {
 class FrameReader {
  public:
   /// Each clip is pre-processed to its own model's size (ClipPlan::model_size).
-  FrameReader(const std::vector<ClipPlan>& plans, int64_t max_pixels)
-      : plans_(plans), max_pixels_(max_pixels) {}
+  /// `limits`: the pixel limit and the decode budget, for limits.workers readers at once.
+  FrameReader(const std::vector<ClipPlan>& plans, const io::DecodeLimits& limits)
+      : plans_(plans), limits_(limits) {}
 
   /// One frame of an image sequence; never throws (a failure is a ReadItem with .error).
   ReadItem read_frame(size_t clip, int index) const;
@@ -28,7 +29,7 @@ class FrameReader {
                    double read_ms) const;
 
   const std::vector<ClipPlan>& plans_;
-  int64_t max_pixels_;
+  io::DecodeLimits limits_;
 };
 
 }  // namespace corridorkey::pipeline

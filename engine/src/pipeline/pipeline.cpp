@@ -99,7 +99,7 @@ class Pipeline {
     }
     for (const auto& d : plan_.events) emit(d.kind, d.clip, d.frame, d.file, d.message);
 
-    FrameReader reader(plan_.clips, job_.max_pixels);
+    FrameReader reader(plan_.clips, plan_.decode);
     std::vector<std::thread> readers, writers;
     readers_left_ = job_.read_workers;
     for (int i = 0; i < job_.read_workers; ++i) readers.emplace_back([&] { read_loop(reader); });
