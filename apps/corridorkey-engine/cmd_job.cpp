@@ -79,8 +79,13 @@ void add_job(CLI::App& app, int& exit_code) {
     const auto jf = job_frames(j);
     for (const auto& w : jf.skipped) std::fprintf(stderr, "warning: %s\n", w.c_str());
     print_chunks(plan_chunks(jf, *chunks_n, j.chunk_size), j);
-    const auto [p, how] = planned_precision(j.engine);
-    std::printf("precision: %s (%s); `job export` pins it for every chunk\n", to_string(p), how.c_str());
+    try {
+      const auto [p, how] = planned_precision(j.engine);
+      std::printf("precision: %s (%s); `job export` pins it for every chunk\n", to_string(p), how.c_str());
+    } catch (const Error& e) {
+      std::printf("precision: not planned (%s): each chunk picks its own; set model_precision "
+                  "in the job to pin it\n", e.what());
+    }
     exit_code = kOk;
   });
 
@@ -171,7 +176,15 @@ void add_job(CLI::App& app, int& exit_code) {
   exp->callback([=, &exit_code] {
     auto j = load_job(*file);
     const auto jf = job_frames(j);
-    j.pinned_precision = to_string(planned_precision(j.engine).first);
+    // A submission host may not see the checkpoint the nodes will read: then the export
+    // goes on unpinned, saying so, rather than failing.
+    try {
+      j.pinned_precision = to_string(planned_precision(j.engine).first);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "warning: %s: the precision cannot be planned here (%s); the chunks "
+                           "pick their own, which may differ between node types: set "
+                           "model_precision in the job to pin it\n", file->c_str(), e.what());
+    }
     std::string text;
     if (*to == "openjd") {
       text = export_openjd(j, jf, self_path());

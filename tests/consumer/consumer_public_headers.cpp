@@ -5,6 +5,7 @@
 #include <corridorkey/errors.h>
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
+#include <corridorkey/tune.h>
 #include <corridorkey/version.h>
 
 #include <algorithm>
@@ -49,6 +50,9 @@ int main() {
     std::printf("corridorkey %s: keyed %dx%d on %s with %s in %.1f ms: %s\n",
                 corridorkey::version_string(), w, h, engine.info().device.c_str(),
                 engine.info().checkpoint.c_str(), r.timings.total_ms, ok ? "ok" : "WRONG");
+    // The measured plan is part of the embedding API: what ran and why, and the cache.
+    std::printf("plan (%s, cache %s):\n%s", engine.info().tune.origin.c_str(),
+                corridorkey::tune_cache_path().c_str(), engine.info().tune.summary().c_str());
     return ok ? 0 : 1;
   } catch (const corridorkey::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
