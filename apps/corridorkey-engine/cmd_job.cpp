@@ -81,7 +81,12 @@ void add_job(CLI::App& app, int& exit_code) {
     print_chunks(plan_chunks(jf, *chunks_n, j.chunk_size), j);
     try {
       const auto [p, how] = planned_precision(j.engine);
-      std::printf("precision: %s (%s); `job export` pins it for every chunk\n", to_string(p), how.c_str());
+      if (p == Precision::Auto)
+        std::printf("precision: not pinned (%s)\n", how.c_str());
+      else if (j.engine.model_precision == Precision::Auto)
+        std::printf("precision: %s (%s); `job export` pins it for every chunk\n", to_string(p), how.c_str());
+      else
+        std::printf("precision: %s (%s)\n", to_string(p), how.c_str());
     } catch (const Error& e) {
       std::printf("precision: not planned (%s): each chunk picks its own; set model_precision "
                   "in the job to pin it\n", e.what());
@@ -179,7 +184,9 @@ void add_job(CLI::App& app, int& exit_code) {
     // A submission host may not see the checkpoint the nodes will read: then the export
     // goes on unpinned, saying so, rather than failing.
     try {
-      j.pinned_precision = to_string(planned_precision(j.engine).first);
+      if (j.engine.model_precision == Precision::Auto)
+        if (const auto p = planned_precision(j.engine).first; p != Precision::Auto)
+          j.pinned_precision = to_string(p);
     } catch (const Error& e) {
       std::fprintf(stderr, "warning: %s: the precision cannot be planned here (%s); the chunks "
                            "pick their own, which may differ between node types: set "

@@ -12,13 +12,19 @@
 CORRIDORKEY_NAMESPACE_BEGIN
 
 std::pair<Precision, std::string> planned_precision(const EngineOptions& options) {
+  // Every chunk reads the same job file: an explicit precision is already one precision.
   if (options.model_precision != Precision::Auto)
     return {options.model_precision, "set in the job or its profile"};
+  // Only a CPU job is planned here: with device auto the nodes may have GPUs (float16) that
+  // the submission host lacks; tune off keeps the flag rules unpinned, as before.
+  if (options.tune == TuneMode::Off)
+    return {Precision::Auto, "tune off: each node's flag rule"};
+  if (options.device != "cpu")
+    return {Precision::Auto, "device " + options.device + ": set device: cpu or model_precision to pin it"};
+  if (options.mixed_precision)
+    return {Precision::Auto, "mixed_precision autocasts"};
   return detail::rethrow_torch("planning the precision", [&]() -> std::pair<Precision, std::string> {
-    const std::string dev = choose_device(options.device, probe_devices());
-    const torch::Device device(dev);
-    if (options.tune == TuneMode::Off || !device.is_cpu() || options.mixed_precision)
-      return {resolve_precision(Precision::Auto, dev), "the flag rule of the machine that planned the job"};
+    const torch::Device device("cpu");
     EngineOptions o = options;
     std::string notes;
     detail::apply_global_switches(o, false, notes);  // the thread count is part of the key

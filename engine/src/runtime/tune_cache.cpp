@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <sstream>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -101,10 +103,21 @@ TunePlan plan_from(const json::Value& v, const std::string& key, const std::stri
     t.value = text_of(d.find("value"));
     t.source = text_of(d.find("source"));
     t.why = text_of(d.find("why"));
-    CK_CHECK(!t.option.empty() && !t.value.empty(), ModelError, path, ": plan '", key,
-             "': a decision without option or value");
+    // Only what this engine writes: a value it would not choose itself is not applied.
+    const bool boolean = t.value == "true" || t.value == "false";
+    const bool ok = (t.option == "model_precision" && (t.value == "float32" || t.value == "bfloat16" ||
+                                                       t.value == "float16")) ||
+                    ((t.option == "native_attention" || t.option == "native_attention.stage3" ||
+                      t.option == "native_attention.stage4" || t.option == "tiled_refiner") && boolean);
+    CK_CHECK(ok, ModelError, path, ": plan '", json::printable(key, 80), "': decision ",
+             json::printable(t.option, 40), " = ", json::printable(t.value, 40), " is not one this engine makes");
     if (const auto* tm = d.find("times_ms"); tm && tm->kind == json::Value::Kind::Object)
-      for (size_t i = 0; i < tm->keys.size(); ++i) t.times_ms.emplace_back(tm->keys[i], number_of(&tm->values[i]));
+      for (size_t i = 0; i < tm->keys.size(); ++i) {
+        const double ms = number_of(&tm->values[i]);
+        CK_CHECK(std::isfinite(ms) && ms >= 0 && ms < 1e9, ModelError, path, ": plan '",
+                 json::printable(key, 80), "': time ", ms, " ms is out of range");
+        t.times_ms.emplace_back(tm->keys[i], ms);
+      }
     p.decisions.push_back(std::move(t));
   }
   return p;
@@ -115,25 +128,66 @@ struct FileState {
   std::string error;  // non-empty: unreadable or corrupt
   std::vector<std::pair<std::string, std::string>> raw;  // key -> plan JSON text (kept as read)
   std::map<std::string, TunePlan> plans;
+  std::vector<std::string> skipped;  // entries dropped as invalid
 };
+
+constexpr size_t kMaxCacheBytes = size_t{8} << 20;
+
+/// The file's text: opened non-blocking and checked to be a regular file of at most 8 MiB
+/// before a byte is read (a FIFO hung `tune` and `info`; /dev/zero would read forever).
+/// Missing: empty text and no error.
+std::string read_text(const std::string& path, bool& exists, std::string& error) {
+  exists = false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) error = std::string("cannot be read: ") + std::strerror(errno);
+    return {};
+  }
+  exists = true;
+  struct stat sb{};
+  std::string text;
+  if (::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    error = S_ISDIR(sb.st_mode) ? "is a directory" : "is not a regular file";
+  } else if (static_cast<uint64_t>(sb.st_size) > kMaxCacheBytes) {
+    error = "is " + std::to_string(sb.st_size >> 20) + " MiB, over the 8 MiB a cache may be";
+  } else {
+    text.resize(static_cast<size_t>(sb.st_size));
+    size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    text.resize(got);
+  }
+  ::close(fd);
+  return text;
+}
 
 FileState read_file(const std::string& path) {
   FileState st;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return st;
-  st.exists = true;
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string io_error;
+  const std::string text = read_text(path, st.exists, io_error);
+  if (!io_error.empty()) {
+    st.error = io_error;
+    return st;
+  }
+  if (!st.exists) return st;
   try {
-    const auto root = json::parse(ss.str(), path, {"tune cache", size_t{8} << 20});
+    const auto root = json::parse(text, path, {"tune cache", kMaxCacheBytes});
     CK_CHECK(root.kind == json::Value::Kind::Object, ModelError, path, ": not a JSON object");
     const auto* plans = root.find("plans");
     CK_CHECK(plans && plans->kind == json::Value::Kind::Object, ModelError, path,
              ": no \"plans\" object");
     for (size_t i = 0; i < plans->keys.size(); ++i) {
-      auto p = plan_from(plans->values[i], plans->keys[i], path);
-      st.raw.emplace_back(plans->keys[i], plan_json(p));
-      st.plans.emplace(plans->keys[i], std::move(p));
+      // One bad entry (a foreign or newer engine's) costs that entry, not every plan.
+      try {
+        auto p = plan_from(plans->values[i], plans->keys[i], path);
+        st.raw.emplace_back(plans->keys[i], plan_json(p));
+        st.plans.emplace(plans->keys[i], std::move(p));
+      } catch (const ModelError& e) {
+        st.skipped.push_back(e.what());
+      }
     }
   } catch (const std::exception& e) {
     st.error = e.what();
@@ -149,7 +203,7 @@ FileState read_file(const std::string& path) {
 class FileLock {
  public:
   explicit FileLock(const std::string& path) {
-    fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
       ::close(fd_);
       fd_ = -1;
@@ -165,25 +219,36 @@ class FileLock {
 
 }  // namespace
 
+/// The cache path with symlinks followed, so that a link to a shared file updates that
+/// file rather than being replaced by a regular one.
+std::string real_path() {
+  std::error_code ec;
+  const auto p = std::filesystem::weakly_canonical(tune_cache_path(), ec);
+  return ec ? tune_cache_path() : p.string();
+}
+
 std::optional<TunePlan> tune_cache_load(const std::string& key, std::string& warning) {
-  const auto path = tune_cache_path();
+  const auto path = real_path();
   {
     std::lock_guard<std::mutex> l(g_m);
     if (auto it = g_memory.find(path + "\n" + key); it != g_memory.end()) return it->second;
   }
   auto st = read_file(path);
   if (!st.error.empty()) {
-    warning = "tune cache " + path + " is corrupt (" + json::printable(st.error) +
-              "): it is rebuilt";
+    warning = "tune cache " + path + (st.error.rfind("is ", 0) == 0 || st.error.rfind("cannot", 0) == 0
+                                          ? " " + st.error + ": plans are timed again"
+                                          : " is corrupt (" + json::printable(st.error) + "): it is rebuilt");
     return std::nullopt;
   }
+  for (const auto& s : st.skipped)
+    warning += (warning.empty() ? "" : "; ") + std::string("tune cache entry skipped: ") + json::printable(s);
   if (auto it = st.plans.find(key); it != st.plans.end()) return it->second;
   return std::nullopt;
 }
 
 bool tune_cache_store(const TunePlan& plan, std::string& warning) {
   namespace fs = std::filesystem;
-  const auto path = tune_cache_path();
+  const auto path = real_path();
   auto fail = [&](const std::string& why) {
     {
       std::lock_guard<std::mutex> l(g_m);
@@ -201,6 +266,8 @@ bool tune_cache_store(const TunePlan& plan, std::string& warning) {
   if (ec) return fail(ec.message());
   FileLock lock(path);
   const auto st = read_file(path);  // under the lock: another process's plans are kept
+  if (st.exists && (st.error == "is a directory" || st.error == "is not a regular file"))
+    return fail("the path " + st.error + "; it is left as it is");
   std::ostringstream out;
   out << "{\"version\": 1, \"plans\": {\n";
   bool first = true;
@@ -210,28 +277,34 @@ bool tune_cache_store(const TunePlan& plan, std::string& warning) {
     first = false;
   }
   out << (first ? "" : ",\n") << "  " << json::quote(plan.key) << ": " << plan_json(plan) << "\n}}\n";
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return fail(std::strerror(errno));
-    const auto text = out.str();
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    f.flush();
-    if (!f.good()) {
-      fs::remove(tmp, ec);
-      return fail("write failed");
-    }
+  // A fresh, exclusive temp name (mkstemp: never a file or link someone else made), written,
+  // synced, then renamed over the cache.
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) return fail(std::strerror(errno));
+  const auto text = out.str();
+  size_t put = 0;
+  while (put < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + put, text.size() - put);
+    if (n <= 0) break;
+    put += static_cast<size_t>(n);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
+  const bool written = put == text.size() && ::fchmod(fd, 0644) == 0 && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = written ? std::strerror(errno) : "write failed";
     fs::remove(tmp, ec);
     return fail(why);
+  }
+  {
+    std::lock_guard<std::mutex> l(g_m);
+    g_memory.erase(path + "\n" + plan.key);  // the file holds it now
   }
   return true;
 }
 
 std::map<std::string, TunePlan> tune_cache_read_all(std::string& error) {
-  auto st = read_file(tune_cache_path());
+  auto st = read_file(real_path());
   error = st.error;
   return st.plans;
 }

@@ -243,7 +243,7 @@ std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg
     << (o.mixed_precision ? " mixed" : "") << "; native " << to_string(o.native_attention)
     << "; tiled " << to_string(o.tiled_refiner) << " " << o.tile_size << "; flash "
     << o.flash_attention << " fused-dec " << o.fused_decoder << " fused-ref " << o.fused_refiner
-    << " channels-last " << o.channels_last;
+    << " channels-last " << o.channels_last << " routing " << o.token_routing;
   return k.str();
 }
 
@@ -346,8 +346,21 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
         bf16_cut = over(e);
         est[cand] = e;
       }
-      // bfloat16 only when clearly faster: float32 is the exact path.
+      // bfloat16 only when clearly faster: float32 is the exact path. One timed run per
+      // trial is noisy on a shared machine (a tiny model flipped 3 of 5 times), and the
+      // choice is cached and moves the matte, so a bf16 win is timed again and must hold.
       precision = est["bfloat16"] < (1.0 - kMargin) * est["float32"] ? "bfloat16" : "float32";
+      if (precision == "bfloat16") {
+        const double r32 = tr.refiner_block(torch::kFloat, "float32");
+        const double r16 = tr.refiner_block(torch::kBFloat16, "bfloat16");
+        double b32 = 0, b16 = 0;
+        if (sh.has_global) {
+          b32 = tr.block(sh.stage3, sh.tokens3, torch::kFloat, false, "float32");
+          b16 = tr.block(sh.stage3, sh.tokens3, torch::kBFloat16, false, "bfloat16");
+        }
+        if (!(tr.frame_estimate(b16, 0, r16) < (1.0 - kMargin) * tr.frame_estimate(b32, 0, r32)))
+          precision = "float32";
+      }
       plan.decisions.push_back({"model_precision", precision, "plan",
                                 bf16_cut ? "bfloat16 trials stopped once past float32's estimate" : "",
                                 {{"float32", est["float32"]}, {"bfloat16", est["bfloat16"]}}});
@@ -374,10 +387,11 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
     std::string w;
     if (!tune_cache_store(plan, w)) plan.origin = "memory";
     if (!w.empty()) note_line(notes, w);
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {
     // A trial that cannot run (out of memory at a large size) must not stop the job: the
     // flag rules stand, as with tune off, and nothing is cached.
-    std::string m = e.what_without_backtrace();
+    const auto* ce = dynamic_cast<const c10::Error*>(&e);
+    std::string m = ce ? ce->what_without_backtrace() : e.what();
     note_line(notes, "tune: trials failed (" + m.substr(0, m.find('\n')).substr(0, 200) +
                          "); using the flag rules");
     plan.decisions.clear();
@@ -405,6 +419,10 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
   if (opt.tiled_refiner == RefinerTiling::Auto) {
     const auto* t = plan.find("tiled_refiner");
     if (!whole_fits(dtype_of(to_string(opt.model_precision)))) {
+      // Replaces a cached trial's choice in the report: memory decides today.
+      auto& ds = plan.decisions;
+      ds.erase(std::remove_if(ds.begin(), ds.end(), [](const TuneDecision& d) { return d.option == "tiled_refiner"; }),
+               ds.end());
       plan.decisions.push_back({"tiled_refiner", "true", "only",
                                 "the whole image exceeds refiner_memory_budget_mb", {}});
     } else if (t) {
