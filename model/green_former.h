@@ -50,7 +50,6 @@ class GreenFormerImpl : public torch::nn::Module {
 
   const GreenFormerConfig& config() const { return config_; }
   void set_flash_attention(bool on) { encoder->model->set_flash_attention(on); }
-  void set_native_attention(bool on) { encoder->model->set_native_attention(on); }
   /// Every convolution weight to channels-last memory (same values; oneDNN / cuDNN pick
   /// their NHWC kernels when input and weight are channels-last).
   void to_channels_last();

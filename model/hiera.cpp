@@ -88,10 +88,6 @@ void HieraImpl::set_native_attention_by_stage(bool stage3, bool stage4) {
     b->attn->native_attention = b->attn->spec().dim_out == last_width ? stage4 : stage3;
 }
 
-void HieraImpl::set_native_attention(bool on) {
-  for (auto& b : block_refs_) b->attn->native_attention = on;
-}
-
 std::vector<torch::Tensor> HieraImpl::forward(const torch::Tensor& input, const BlockHook& hook) {
   const int64_t sy = cfg_.q_stride[0], sx = cfg_.q_stride[1];
   const auto n_unroll = static_cast<int64_t>(stage_ends_.size()) - 1;

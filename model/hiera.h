@@ -81,7 +81,6 @@ class HieraImpl : public torch::nn::Module {
 
   /// Switch the 4-D SDPA layout on/off for every global-attention block.
   void set_flash_attention(bool on);
-  void set_native_attention(bool on);
   /// Native attention in the global blocks of the third stage and of the last stage
   /// separately (the measured plan decides each shape on its own).
   void set_native_attention_by_stage(bool stage3, bool stage4);

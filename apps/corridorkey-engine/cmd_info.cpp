@@ -59,15 +59,7 @@ void add_info(CLI::App& app, int& exit_code) {
       std::printf("precision auto    cpu: %s, cuda: %s (flag rule; with tune auto the measured "
                   "plan decides on a CPU)\n", s.auto_precision_cpu.c_str(), s.auto_precision_cuda.c_str());
       std::printf("tune cache        %s\n", tune_cache_path().c_str());
-      for (const auto& [key, summary] : tune_cache_entries()) {
-        std::printf("  %s\n", key.c_str());
-        std::string line;
-        for (char c : summary) {
-          if (c != '\n') { line += c; continue; }
-          std::printf("    %s\n", line.c_str());
-          line.clear();
-        }
-      }
+      print_tune_plans("  ");
     }
     exit_code = kOk;
   });

@@ -39,15 +39,8 @@ void add_profiles(CLI::App& app, int& exit_code) {
                 << "\n";
     if (o.tune != TuneMode::Off) {
       std::cout << "# measured plans cached in " << tune_cache_path() << ":\n";
-      for (const auto& [key, summary] : tune_cache_entries()) {
-        std::cout << "#   " << key << "\n";
-        std::string line;
-        for (char c : summary) {
-          if (c != '\n') { line += c; continue; }
-          std::cout << "#     " << line << "\n";
-          line.clear();
-        }
-      }
+      std::cout << std::flush;
+      print_tune_plans("#   ");
     }
     exit_code = kOk;
   });

@@ -11,6 +11,15 @@
 
 namespace corridorkey::cli {
 
+void print_tune_plans(const char* prefix) {
+  for (const auto& [key, summary] : tune_cache_entries()) {
+    std::printf("%s%s\n", prefix, key.c_str());
+    size_t start = 0;
+    for (size_t nl; (nl = summary.find('\n', start)) != std::string::npos; start = nl + 1)
+      std::printf("%s  %s\n", prefix, summary.substr(start, nl - start).c_str());
+  }
+}
+
 void add_tune(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "tune", "Time precision, attention kernel and refiner tiling on this machine for a profile "
@@ -27,8 +36,13 @@ void add_tune(CLI::App& app, int& exit_code) {
     const auto& p = i.tune;
     std::printf("profile %s, %s, img_size %lld, %s\n", i.profile.c_str(), i.arch.c_str(),
                 static_cast<long long>(i.img_size), i.device.c_str());
-    std::printf("plan: %s%s\n", p.origin == "cache" ? "read from the cache" : p.origin == "trials" ? "timed now" : p.origin == "memory" ? "timed now, kept in memory (cache not writable)" : "flag rules",
-                p.trial_ms > 0 ? (" (trials took " + std::to_string(static_cast<long long>(p.trial_ms + 0.5)) + " ms)").c_str() : "");
+    const char* origin = p.origin == "cache"    ? "read from the cache"
+                         : p.origin == "trials" ? "timed now"
+                         : p.origin == "memory" ? "timed now, kept in memory (cache not writable)"
+                                                : "flag rules";
+    std::printf("plan: %s", origin);
+    if (p.trial_ms > 0) std::printf(" (trials took %.0f ms)", p.trial_ms);
+    std::printf("\n");
     std::printf("cache: %s\nkey: %s\n", p.cache_path.c_str(), p.key.c_str());
     std::printf("%s", p.summary().c_str());
     std::printf("runs: precision %s, attention %s, refiner %s\n", i.precision.c_str(),

@@ -37,6 +37,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// The 29 bytes of a PNG signature and IHDR (8-bit, colour type 2 = RGB, 6 = RGBA) that
+/// declare width x height with no image data: a hostile or truncated file's header.
+void write_png_header(const fs::path& path, uint32_t width, uint32_t height, unsigned char colour) {
+  const unsigned char ihdr[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+                                static_cast<unsigned char>(width >> 24), static_cast<unsigned char>(width >> 16),
+                                static_cast<unsigned char>(width >> 8), static_cast<unsigned char>(width),
+                                static_cast<unsigned char>(height >> 24), static_cast<unsigned char>(height >> 16),
+                                static_cast<unsigned char>(height >> 8), static_cast<unsigned char>(height),
+                                8, colour, 0, 0, 0};
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(ihdr), sizeof ihdr);
+}
+
 /// The shared synthetic clip: plates as scene-linear half EXRs, hints as 16-bit PNGs.
 devtools::SyntheticClip clip_spec(int frames, int w = 320, int h = 180) {
   devtools::SyntheticClip c;
@@ -269,11 +281,8 @@ TEST_CASE("bad inputs: clear errors, nothing partial", "[pipeline]") {
     // 29 bytes of PNG header declaring 16000 x 16000 (under --max-pixels): decoding it would
     // take tens of seconds and gigabytes, then fail; the shapes are told from the headers.
     const auto clip = make_clip(root, "hdr", 1);
-    const unsigned char ihdr[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
-                                  0x00, 0x00, 0x3E, 0x80, 0x00, 0x00, 0x3E, 0x80, 8, 2, 0, 0, 0};
     fs::remove(clip / "Input" / "plate_0001.exr");
-    std::ofstream(clip / "Input" / "plate_0001.png", std::ios::binary)
-        .write(reinterpret_cast<const char*>(ihdr), sizeof ihdr);
+    write_png_header(clip / "Input" / "plate_0001.png", 16000, 16000, 2);
     job.paths = {clip.string()};
     std::string err;
     run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
@@ -293,11 +302,8 @@ TEST_CASE("bad inputs: clear errors, nothing partial", "[pipeline]") {
     REQUIRE(hv.isOpened());
     for (int f = 0; f < 2; ++f) hv.write(cv::Mat(90, 160, CV_8UC3, cv::Scalar::all(255 * f)));
     hv.release();
-    const unsigned char ihdr[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
-                                  0x00, 0x00, 0x3E, 0x80, 0x00, 0x00, 0x3E, 0x80, 8, 2, 0, 0, 0};
     fs::remove(clip / "Input" / "plate_0001.exr");
-    std::ofstream(clip / "Input" / "plate_0001.png", std::ios::binary)
-        .write(reinterpret_cast<const char*>(ihdr), sizeof ihdr);
+    write_png_header(clip / "Input" / "plate_0001.png", 16000, 16000, 2);
     job.paths = {clip.string()};
     job.on_error = OnError::Skip;
     std::vector<std::string> errs;
@@ -627,9 +633,7 @@ TEST_CASE("odd inputs: frame ranges, broken links, oversized headers, colour hin
   SECTION("headers declaring too many pixels are refused before decoding") {
     // A PNG header claiming 100000 x 100000 (8-bit RGBA: 40 GB decoded).
     const auto png = root / "huge.png";
-    const unsigned char ihdr[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
-                                  0x00, 0x01, 0x86, 0xA0, 0x00, 0x01, 0x86, 0xA0, 8, 6, 0, 0, 0};
-    std::ofstream(png, std::ios::binary).write(reinterpret_cast<const char*>(ihdr), sizeof ihdr);
+    write_png_header(png, 100000, 100000, 6);
     CHECK_THROWS_AS(io::read_image(png.string()), IoError);
     CHECK_THROWS_WITH(io::read_image(png.string()),
                       Contains("huge.png") && Contains("100000x100000") && Contains("--max-pixels"));
