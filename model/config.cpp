@@ -11,6 +11,7 @@
 #include <cmath>
 #include <string>
 #include <numeric>
+#include <utility>
 
 namespace corridorkey::model {
 
@@ -52,6 +53,37 @@ GreenFormerConfig GreenFormerConfig::by_name(const std::string& arch, int64_t im
   throw ConfigError("unknown arch '" + arch + "': expected hiera_base_plus, small or tiny");
 }
 
+int64_t GreenFormerConfig::size_step() const {
+  const auto& e = encoder;
+  // The grid is cut into mask units, and unrolled by q_stride once per stage transition.
+  int64_t unroll = 1;
+  for (size_t i = 0; i + 1 < e.stages.size(); ++i) unroll *= e.q_stride[0];
+  return e.patch_stride[0] * std::lcm(e.mask_unit_size[0], unroll);
+}
+
+void GreenFormerConfig::resolve_backbone(int64_t pixels, int percent, std::string* note) {
+  CK_CHECK(pixels >= 0 && percent >= 0 && percent <= 100, ConfigError, "backbone_size ",
+           percent > 0 ? std::to_string(percent) + "%" : std::to_string(pixels),
+           " is negative or over 100% (0 = img_size)");
+  const int64_t want = percent > 0 ? img_size * percent / 100 : pixels;
+  if (want == 0 || want == img_size) {
+    backbone_size = 0;
+    return;
+  }
+  CK_CHECK(want < img_size, ConfigError, "backbone_size ", want, " is larger than img_size ",
+           img_size, ": the backbone runs at img_size or below (0 = img_size)");
+  const int64_t step = size_step();
+  const int64_t b = want / step * step;
+  CK_CHECK(b >= step, ConfigError, "backbone_size ", want, " is below the smallest backbone size ",
+           step, " (a multiple of ", step, ": patch stride x mask unit)");
+  if (b != want && note)
+    *note = "backbone_size " + std::to_string(want) + (percent > 0 ? " (" + std::to_string(percent) +
+            "% of img_size " + std::to_string(img_size) + ")" : std::string()) +
+            " rounded down to " + std::to_string(b) + ", the nearest multiple of " +
+            std::to_string(step) + " (patch stride x mask unit)";
+  backbone_size = b;
+}
+
 void GreenFormerConfig::validate() const {
   CK_CHECK(img_size > 0 && img_size % 32 == 0, ConfigError, "img_size ", img_size,
            " is not a positive multiple of 32 (patch stride 4 x mask unit 8)");
@@ -61,13 +93,17 @@ void GreenFormerConfig::validate() const {
            ") must have the same non-zero length");
   CK_CHECK(e.q_pool < static_cast<int64_t>(e.stages.size()), ConfigError, "q_pool ", e.q_pool,
            " must be smaller than the number of stages ", e.stages.size());
-  const int64_t grid = img_size / e.patch_stride[0];
-  // The grid is cut into mask units, and unrolled by q_stride once per stage transition.
-  int64_t unroll = 1;
-  for (size_t i = 0; i + 1 < e.stages.size(); ++i) unroll *= e.q_stride[0];
-  const int64_t need = std::lcm(e.mask_unit_size[0], unroll);
-  CK_CHECK(grid % need == 0, ConfigError, "img_size ", img_size, " gives a ", grid, "x", grid,
-           " token grid, not divisible by ", need, " (mask unit / unroll stride)");
+  const int64_t step = size_step();
+  for (const auto& [name, size] : {std::pair<const char*, int64_t>{"img_size", img_size},
+                                   {"backbone_size", encoder_size()}}) {
+    const int64_t grid = size / e.patch_stride[0];
+    const int64_t need = step / e.patch_stride[0];
+    CK_CHECK(size > 0 && size % e.patch_stride[0] == 0 && grid % need == 0, ConfigError, name, " ",
+             size, " gives a ", grid, "x", grid, " token grid, not divisible by ", need,
+             " (mask unit / unroll stride)");
+  }
+  CK_CHECK(backbone_size >= 0 && backbone_size <= img_size, ConfigError, "backbone_size ",
+           backbone_size, " must be 0 (= img_size) or at most img_size ", img_size);
   CK_CHECK(refiner_channels % refiner_groups == 0, ConfigError, "refiner_channels ",
            refiner_channels, " not divisible by refiner_groups ", refiner_groups);
 }

@@ -31,6 +31,10 @@ struct GreenFormerConfig {
   std::string arch = "hiera_base_plus";
   HieraConfig encoder;
   int64_t img_size = 2048;        // model resolution S (square), multiple of 32
+  /// Size the encoder and decoders run at (0 = img_size). The input is resized to it
+  /// (bilinear, align_corners=False, as the reference's GreenFormer(backbone_size=...)),
+  /// the coarse logits are upsampled to img_size as always, and the refiner runs at img_size.
+  int64_t backbone_size = 0;
   int64_t decoder_dim = 256;      // DecoderHead embedding width
   int64_t refiner_channels = 64;  // CNN refiner width
   int64_t refiner_groups = 8;     // GroupNorm groups in the refiner
@@ -42,8 +46,20 @@ struct GreenFormerConfig {
   /// Named config ("hiera_base_plus", "small" or "tiny"); throws ConfigError for other names.
   static GreenFormerConfig by_name(const std::string& arch, int64_t img_size);
 
+  /// The size the encoder runs at: backbone_size, or img_size when that is 0.
+  int64_t encoder_size() const { return backbone_size > 0 ? backbone_size : img_size; }
+  /// Model sizes are multiples of this: patch stride x lcm(mask unit, unroll) = 32 for
+  /// every Hiera config here.
+  int64_t size_step() const;
+  /// Sets backbone_size from a request: `pixels` (0 = img_size), or `percent` of img_size
+  /// when percent > 0. A size off the grid is rounded down to a multiple of size_step(), with
+  /// `note` saying so; a size above img_size or below one step is a ConfigError. A result
+  /// equal to img_size stores 0 (nothing decoupled, the plain forward).
+  void resolve_backbone(int64_t pixels, int percent, std::string* note = nullptr);
+
   /// Throws ConfigError when img_size is not a positive multiple of 32 (patch stride 4 x
-  /// mask unit 8) or the stage lists are inconsistent.
+  /// mask unit 8), backbone_size is not 0 or such a size <= img_size, or the stage lists
+  /// are inconsistent.
   void validate() const;
 
   /// Bounds on every architecture field, for configs that come from a file (config.json or

@@ -30,7 +30,7 @@ torch::Tensor GreenFormerOutput::get(const std::string& name) const {
 GreenFormerImpl::GreenFormerImpl(const GreenFormerConfig& config) : config_(config) {
   config_.validate();
   const auto ch = feature_channels(config_.encoder);
-  encoder = register_module("encoder", HieraEncoder(config_.encoder, config_.img_size));
+  encoder = register_module("encoder", HieraEncoder(config_.encoder, config_.encoder_size()));
   alpha_decoder = register_module("alpha_decoder", DecoderHead(ch, config_.decoder_dim, 1));
   fg_decoder = register_module("fg_decoder", DecoderHead(ch, config_.decoder_dim, 3));
   refiner = register_module("refiner", CNNRefiner(config_.refiner_channels,
@@ -56,7 +56,17 @@ GreenFormerOutput GreenFormerImpl::forward(const torch::Tensor& x, const Forward
   };
   GreenFormerOutput out;
   const auto layout = opt.channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
-  auto features = encoder->forward(x.contiguous(layout), opt.encoder_block_hook);
+  // Decoupled sizes: the encoder sees the whole 4-channel input (normalised rgb + hint)
+  // resized to backbone_size, exactly as the reference's GreenFormer does (bilinear,
+  // align_corners=False, no antialias); the refiner below still gets the full-size x.
+  const auto B = config_.encoder_size();
+  auto features = B == S ? encoder->forward(x.contiguous(layout), opt.encoder_block_hook)
+                         : encoder->forward(F::interpolate(x, F::InterpolateFuncOptions()
+                                                                  .size(std::vector<int64_t>{B, B})
+                                                                  .mode(torch::kBilinear)
+                                                                  .align_corners(false))
+                                                .contiguous(layout),
+                                            opt.encoder_block_hook);
   stage("encoder");
   auto alpha_logits = alpha_decoder->forward(features);
   auto fg_logits = fg_decoder->forward(features);

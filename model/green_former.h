@@ -16,7 +16,7 @@ namespace corridorkey::model {
 /// Stages the caller did not ask for stay undefined (see ForwardOptions::keep_intermediates).
 struct GreenFormerOutput {
   std::vector<torch::Tensor> features;      // c1..c4, NCHW
-  torch::Tensor alpha_logits, fg_logits;    // S/4
+  torch::Tensor alpha_logits, fg_logits;    // encoder_size / 4
   torch::Tensor alpha_logits_up, fg_logits_up;
   torch::Tensor alpha_coarse, fg_coarse;
   torch::Tensor delta_logits;               // refiner output * refiner_scale

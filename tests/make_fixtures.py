@@ -49,6 +49,10 @@ def jobs(out, full):
             "--pth-protocol", 4)
     yield j(*tiny0, "--write-pth", f"{out}/tiny128_p5.pth", "--pth-layout", "compiled",
             "--pth-protocol", 5)
+    # Decoupled sizes: the same weights with the encoder at 64 (pos_embed resized by the
+    # reference loader), the refiner at 128, as the reference's GreenFormer(backbone_size=64).
+    yield j("--arch", "tiny", "--img-size", 128, "--backbone-size", 64, "--seed", 0,
+            "--checkpoint", f"{out}/tiny128.pth", "--fixture", f"{out}/tiny128_bb64_fixture.pt")
     # The reference's own output convention, {"alpha", "fg"}: verify must accept it.
     yield j(*tiny0, "--output", f"{out}/tiny128_dict.ts", "--ts-outputs", "dict")
     # Trained at 256, used at 128: pos_embed must be resized like the reference does.

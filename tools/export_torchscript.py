@@ -137,6 +137,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"model size S (multiple of {gr.SIZE_MULTIPLE})")
     p.add_argument("--checkpoint", help="CorridorKey .pth to load instead of random weights "
                                         "(pos_embed is resized to --img-size)")
+    p.add_argument("--backbone-size", type=int,
+                   help="run the encoder at this size (the reference's GreenFormer(backbone_size=)): "
+                        "the input is resized bilinearly for it, the refiner stays at --img-size")
     p.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default 0)")
     p.add_argument("--output", help="TorchScript file to write")
     p.add_argument("--fixture", help="write {'input', c1..fg} eager reference tensors here")
@@ -164,6 +167,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         gr.check_img_size(a.img_size)
     except ValueError as e:
         p.error(f"--img-size: {e}")
+    if a.backbone_size is not None:
+        try:
+            gr.check_img_size(a.backbone_size)
+        except ValueError as e:
+            p.error(f"--backbone-size: {e}")
+        if a.backbone_size > a.img_size:
+            p.error(f"--backbone-size {a.backbone_size} is larger than --img-size {a.img_size}")
     if a.pos_embed_fixture and (a.pos_embed_from is None or a.pos_embed_to is None):
         p.error("--pos-embed-fixture needs --pos-embed-from and --pos-embed-to")
     for name in ("pos_embed_from", "pos_embed_to"):
@@ -189,7 +199,7 @@ def main(argv=None) -> int:
     model = None
     if needs_model:
         t0 = time.perf_counter()
-        model = gr.build_greenformer(a.arch, a.img_size)
+        model = gr.build_greenformer(a.arch, a.img_size, a.backbone_size)
         if a.checkpoint:
             info = gr.load_corridorkey_pth(model, a.checkpoint)
             src = f"checkpoint {a.checkpoint}" + (

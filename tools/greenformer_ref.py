@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Dict, List, Mapping, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import torch
 import torch.nn as nn
@@ -286,12 +286,17 @@ def _build_encoder(cfg: Dict[str, Any], img_size: int) -> nn.Module:
 class GreenFormer(nn.Module):
     """Hiera encoder + alpha/fg DecoderHeads + CNN refiner. See model.md."""
 
-    def __init__(self, cfg: Dict[str, Any], img_size: int):
+    def __init__(self, cfg: Dict[str, Any], img_size: int, backbone_size: Optional[int] = None):
         super().__init__()
         check_img_size(img_size)
+        if backbone_size is not None:
+            check_img_size(backbone_size)
         self.config = dict(cfg)
         self.img_size = img_size
-        self.encoder = _build_encoder(cfg, img_size)
+        # As the reference's GreenFormer(backbone_size=...): the encoder is built (and its
+        # pos_embed sized) for backbone_size; None = img_size.
+        self.backbone_size = backbone_size
+        self.encoder = _build_encoder(cfg, backbone_size or img_size)
         chans = list(self.encoder.feature_info.channels())
         dim = cfg["decoder_dim"]
         self.alpha_decoder = DecoderHead(chans, dim, 1)
@@ -300,7 +305,12 @@ class GreenFormer(nn.Module):
                                groups=cfg["refiner_groups"], out_channels=4)
 
     def forward(self, x: torch.Tensor, refiner_scale: float = 1.0) -> Tuple[torch.Tensor, ...]:
-        c1, c2, c3, c4 = self.encoder(x)
+        b = self.backbone_size
+        # The reference resizes the whole 4-channel input (bilinear, align_corners=False, no
+        # antialias) for the encoder; the refiner keeps the full-size x.
+        xb = x if b is None or tuple(x.shape[2:]) == (b, b) else F.interpolate(
+            x, size=(b, b), mode="bilinear", align_corners=False)
+        c1, c2, c3, c4 = self.encoder(xb)
         alpha_logits = self.alpha_decoder(c1, c2, c3, c4)
         fg_logits = self.fg_decoder(c1, c2, c3, c4)
         size = x.shape[2:]
@@ -317,9 +327,10 @@ class GreenFormer(nn.Module):
                 alpha_coarse, fg_coarse, delta_logits, alpha, fg)
 
 
-def build_greenformer(arch_or_config: Union[str, Mapping[str, Any]], img_size: int) -> GreenFormer:
+def build_greenformer(arch_or_config: Union[str, Mapping[str, Any]], img_size: int,
+                      backbone_size: Optional[int] = None) -> GreenFormer:
     """Build a GreenFormer (timm default init; call randomize_ or load_corridorkey_pth)."""
-    return GreenFormer(resolve_config(arch_or_config), img_size)
+    return GreenFormer(resolve_config(arch_or_config), img_size, backbone_size)
 
 
 # --------------------------------------------------------------------------------------

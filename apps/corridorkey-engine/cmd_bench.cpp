@@ -140,6 +140,7 @@ void add_bench(CLI::App& app, int& exit_code) {
       if (*json) {
         nlohmann::json j{{"profile", r.profile}, {"precision", r.precision},
                          {"device", r.info.device}, {"img_size", r.info.img_size},
+                         {"backbone_size", r.info.backbone_size ? r.info.backbone_size : r.info.img_size},
                          {"compile", r.info.compile_mode_effective},
                          {"median_ms", r.median_ms}, {"min_ms", r.min_ms}, {"max_ms", r.max_ms},
                          {"encoder_ms", r.median_stages.encoder_ms},
@@ -168,11 +169,18 @@ void add_bench(CLI::App& app, int& exit_code) {
                     r.ratio, r.min_ms, r.max_ms, r.median_stages.encoder_ms, r.median_stages.decoders_ms,
                     r.median_stages.refiner_ms, mib(r.peak.host_peak_allocated),
                     mib(r.peak.host_peak_rss_growth), r.alpha_max_diff, r.fg_max_diff);
+        const bool decoupled = r.info.backbone_size && r.info.backbone_size != r.info.img_size;
         if (!r.info.tune.decisions.empty()) {
           const auto* d = r.info.tune.find("model_precision");
-          std::printf("%-30s ran: precision %s (%s), attention %s, refiner %s\n", "",
+          std::printf("%-30s ran: precision %s (%s), attention %s, refiner %s%s\n", "",
                       r.precision.c_str(), d ? d->source.c_str() : "flag", r.info.attention.c_str(),
-                      r.info.refiner.c_str());
+                      r.info.refiner.c_str(),
+                      decoupled ? (", backbone " + std::to_string(r.info.backbone_size) + " (refiner " +
+                                   std::to_string(r.info.img_size) + ")").c_str()
+                                : "");
+        } else if (decoupled) {
+          std::printf("%-30s ran: backbone %lld, refiner and outputs at %lld\n", "",
+                      static_cast<long long>(r.info.backbone_size), static_cast<long long>(r.info.img_size));
         }
         if (r.process_peak_rss)
           std::printf("%-30s PyTorch process peak RSS %.1f MiB\n", "", mib(r.process_peak_rss));

@@ -16,7 +16,8 @@ void add_profiles(CLI::App& app, int& exit_code) {
   auto* list = cmd->add_subcommand("list", "bundled profiles and the folder they are read from");
   list->callback([&exit_code] {
     std::printf("profiles in %s:\n", profile_dir().c_str());
-    for (const auto& p : builtin_profiles()) std::printf("  %s\n", p.c_str());
+    for (const auto& p : builtin_profiles())
+      std::printf("  %-13s %s\n", p.c_str(), profile_description(p).c_str());
     std::printf("fields:\n");
     for (const auto& [k, h] : profile_schema()) std::printf("  %-24s %s\n", k.c_str(), h.c_str());
     exit_code = kOk;

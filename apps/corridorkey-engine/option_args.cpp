@@ -93,7 +93,7 @@ std::shared_ptr<OptionArgs> add_engine_flags(CLI::App* cmd, const std::string& d
   auto a = std::make_shared<OptionArgs>();
   a->profile = default_profile;
   cmd->add_option("--profile", a->profile,
-                  "original | optimized | performance | experimental | path/to/profile.yaml")
+                  "original | optimized | performance | experimental | draft | path/to/profile.yaml")
       ->capture_default_str()
       ->group("Profile");
   for (const auto& f : engine_option_fields())

@@ -47,7 +47,7 @@ struct Args {
   int64_t img_size = 512;
   uint64_t seed = 0;
   int frames = 3, warmup = 1;
-  std::vector<std::string> profiles{"original", "optimized", "performance", "experimental"};
+  std::vector<std::string> profiles{"original", "optimized", "performance", "experimental", "draft"};
   std::vector<std::string> precisions;  // empty: float16 + bfloat16 on CUDA, bfloat16 elsewhere
   bool bounds = true, rows = true;
   std::string save_inputs;  // DIR: weights.pt + input.pt for tools/bench_reference.py

@@ -60,4 +60,20 @@ cp "$work/clip/AlphaHint/f1.png" "$work/u8/AlphaHint/f1.png"
 [ $rc -eq 0 ] || fail "non-UTF-8 name with --json gave $rc"
 "$CK_PYTHON" -c "import json,sys; [json.loads(l) for l in open(sys.argv[1])]" "$work/u8.ndjson" \
   || fail "--json output is not valid JSON"
+# 10. --backbone-size: above img_size or negative is a usage error that names the value, and
+#     nothing is written; off the grid is rounded down with one note; draft keys the clip
+rm -rf "$work/bb"
+"$cli" inference "$work/clip" --backbone-size 5000 --output-root "$work/bb" --quiet 2> "$work/bb.txt"; rc=$?
+[ $rc -eq 2 ] && grep -q "backbone_size 5000 is larger than img_size 384" "$work/bb.txt" \
+  || fail "--backbone-size 5000 gave $rc: $(cat "$work/bb.txt")"
+[ -e "$work/bb" ] && fail "a refused --backbone-size left $work/bb behind"
+"$cli" inference "$work/clip" --backbone-size -32 --quiet 2> "$work/bb.txt"; rc=$?
+[ $rc -eq 2 ] && grep -q "invalid value '-32'" "$work/bb.txt" || fail "--backbone-size -32 gave $rc"
+"$cli" inference "$work/clip" --backbone-size 200 --output-root "$work/bb" --quiet 2> "$work/bb.txt"; rc=$?
+[ $rc -eq 0 ] || fail "--backbone-size 200 gave $rc: $(cat "$work/bb.txt")"
+[ "$(grep -c 'backbone_size 200 rounded down to 192' "$work/bb.txt")" -eq 1 ] \
+  || fail "no single rounding note: $(cat "$work/bb.txt")"
+"$cli" inference "$work/clip" --profile draft --output-root "$work/bbd" --quiet || fail "draft profile"
+for d in FG Matte Processed; do [ -f "$work/bbd/clip/$d/f2.exr" ] || fail "draft: missing $d/f2.exr"; done
+"$cli" profiles list | grep -q "^  draft  .*encoder at half of img_size" || fail "profiles list lacks draft"
 echo "cli inference: ok"

@@ -81,6 +81,7 @@ struct EngineInfo {
   std::string attention;  // global attention: "4-D SDPA", "5-D SDPA (math)", "native bf16 kernel"
   std::string refiner;    // "whole image", "whole image, fused", "tiled 256 px"
   int64_t img_size = 0;
+  int64_t backbone_size = 0;  // where the encoder ran: img_size unless decoupled
   int64_t parameters = 0;
   std::string notes;  // one line per option that could not apply as asked
   /// The measured plan: what it decided (or the flag rules with tune off), on which times,

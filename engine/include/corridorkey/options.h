@@ -129,6 +129,12 @@ struct EngineOptions {
   std::string random_weights_arch;
   uint64_t random_weights_seed = 0;
   int64_t img_size = 0;         // model resolution S; 0 = the checkpoint's own
+  /// Size the encoder and decoders run at, below img_size, for speed: pixels (0 = img_size),
+  /// or backbone_percent of img_size when that is > 0 (profiles say `backbone_size: 50%`).
+  /// Rounded down to a multiple of 32 with a note; the refiner and the outputs stay at
+  /// img_size. Trades quality at thin strands and semi-transparent edges (README).
+  int64_t backbone_size = 0;
+  int backbone_percent = 0;
   std::string device = "auto";  // auto | cpu | cuda | cuda:N | mps
   /// LibTorch intra-op threads (process-global; 0 = LibTorch's default, one per core).
   int threads = 0;

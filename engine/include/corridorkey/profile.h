@@ -12,8 +12,12 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-/// Names of the bundled profiles: original, optimized, performance, experimental.
+/// Names of the bundled profiles: original, optimized, performance, experimental, draft.
 CORRIDORKEY_API std::vector<std::string> builtin_profiles();
+
+/// One sentence on a bundled profile: the first sentence of its file's leading comment
+/// ("# draft: optimized with ..."); empty when the file cannot be read.
+CORRIDORKEY_API std::string profile_description(const std::string& name);
 
 /// Folder the bundled profiles are read from: $CORRIDORKEY_PROFILE_DIR, else the source
 /// tree's profiles/ (build tree), else <prefix>/share/corridorkey/profiles (install).

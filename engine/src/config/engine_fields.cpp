@@ -11,6 +11,35 @@ using O = EngineOptions;
 constexpr auto P = OptionScope::Profile;
 constexpr auto R = OptionScope::Run;
 
+/// backbone_size: pixels, or a percentage of img_size ("50%"), which a profile needs since
+/// img_size is a run field (0 = the checkpoint's own).
+Field<O> backbone_row() {
+  Field<O> f;
+  f.info = {"backbone_size", P,
+            "size the encoder and decoders run at (0 = img_size), in pixels or as a percentage "
+            "of img_size (50%); the refiner and outputs stay at img_size. Unlike refiner_scale "
+            "(how strongly the refiner corrects), this trades matte detail for speed",
+            "0, a size in pixels (32..16384) or a percentage 1%..100%", "", false, {}, {}};
+  f.parse = [](O& o, const std::string& v) {
+    long long x = 0;
+    if (!v.empty() && v.back() == '%') {
+      if (!parse_int(v.substr(0, v.size() - 1), x) || x < 1 || x > 100) return false;
+      o.backbone_size = 0;
+      o.backbone_percent = static_cast<int>(x);
+      return true;
+    }
+    if (!parse_int(v, x) || x < 0 || x > 16384) return false;
+    o.backbone_size = x;
+    o.backbone_percent = 0;
+    return true;
+  };
+  f.format = [](const O& o) {
+    return o.backbone_percent > 0 ? std::to_string(o.backbone_percent) + "%"
+                                  : std::to_string(o.backbone_size);
+  };
+  return f;
+}
+
 std::vector<Field<O>> rows() {
   std::vector<Field<O>> r;
   r.push_back(choice_row<O, EngineKind>(
@@ -102,6 +131,7 @@ std::vector<Field<O>> rows() {
       {{"off", TuneMode::Off}, {"auto", TuneMode::Auto}, {"refresh", TuneMode::Refresh}},
       "measured plan: off (flag rules), auto (timed trials on first use of this machine and "
       "configuration, cached in CORRIDORKEY_TUNE_CACHE or ~/.cache), refresh (trials again)"));
+  r.push_back(backbone_row());
   r.push_back(text_row<O>("checkpoint", R, &O::checkpoint,
                           ".safetensors, .pth or TorchScript file, or a folder holding one "
                           "(empty: the bundled model)",

@@ -54,7 +54,23 @@ bool looks_like_path(const std::string& s) {
 }  // namespace
 
 std::vector<std::string> builtin_profiles() {
-  return {"original", "optimized", "performance", "experimental"};
+  return {"original", "optimized", "performance", "experimental", "draft"};
+}
+
+std::string profile_description(const std::string& name) {
+  // The file's leading comment block, "# name: what it is. More...", up to its first sentence.
+  std::ifstream f((std::filesystem::path(profile_dir()) / (name + ".yaml")).string());
+  std::string text;
+  for (std::string line; std::getline(f, line) && line.rfind("#", 0) == 0;) {
+    auto body = line.substr(line.find_first_not_of("# ") == std::string::npos ? line.size()
+                                                                              : line.find_first_not_of("# "));
+    text += (text.empty() ? "" : " ") + body;
+  }
+  if (text.rfind(name + ":", 0) == 0) text = text.substr(name.size() + 1);
+  text.erase(0, std::min(text.find_first_not_of(' '), text.size()));
+  for (size_t i = 0; i + 1 < text.size(); ++i)
+    if (text[i] == '.' && text[i + 1] == ' ') return text.substr(0, i + 1);
+  return text;
 }
 
 std::string profile_dir() {

@@ -43,7 +43,7 @@ const config::Table<JobSpec>& job_table() {
       config::int_row<J, int>("chunk_size", S, &J::chunk_size, 1, 1 << 20,
                               "frames per scheduler task", "a positive integer"),
       config::text_row<J>("profile", S, &J::profile,
-                          "original | optimized | performance | experimental | path.yaml",
+                          "original | optimized | performance | experimental | draft | path.yaml",
                           "a profile name or path"),
   });
   return t;

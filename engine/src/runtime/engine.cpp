@@ -37,6 +37,7 @@ BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
     S = built.img_size;
     info.checkpoint = built.description;
     info.img_size = built.img_size;
+    info.backbone_size = built.backbone_size;
     info.arch = built.arch;
     info.parameters = built.parameters;
     info.compile_mode_effective = runner->effective_compile_mode();

@@ -20,6 +20,7 @@ LoadedModel make_model(const ModelSource& src) {
     CK_CHECK(!src.random_arch.empty(), ConfigError,
              "no checkpoint and no random-weights architecture given");
     auto cfg = model::GreenFormerConfig::by_name(src.random_arch, src.img_size ? src.img_size : 512);
+    cfg.resolve_backbone(src.backbone_size, src.backbone_percent, &m.backbone_note);
     cfg.validate();
     const auto dtype = src.dtype_for ? src.dtype_for(cfg) : src.dtype;
     m.net = model::GreenFormer(cfg);
@@ -31,7 +32,8 @@ LoadedModel make_model(const ModelSource& src) {
     ro.mmap = src.mmap;
     m.checkpoint = model::read_checkpoint(src.checkpoint, ro);
     ++g_checkpoint_loads;
-    const auto cfg = model::config_at(m.checkpoint, src.img_size);
+    auto cfg = model::config_at(m.checkpoint, src.img_size);
+    cfg.resolve_backbone(src.backbone_size, src.backbone_percent, &m.backbone_note);
     const auto dtype = src.dtype_for ? src.dtype_for(cfg) : src.dtype;
     m.net = model::GreenFormer(cfg);
     if (dtype != torch::kFloat) m.net->to(dtype);
@@ -52,7 +54,7 @@ BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, 
   BuiltRunner b;
   EngineOptions resolved = opt;  // with what the measured plan decided
   ModelSource src{opt.checkpoint, opt.img_size, opt.random_weights_arch, opt.random_weights_seed,
-                  torch::kFloat, opt.mmap, {}};
+                  torch::kFloat, opt.mmap, {}, opt.backbone_size, opt.backbone_percent};
   src.dtype_for = [&](const model::GreenFormerConfig& cfg) {
     b.plan = resolve_plan(resolved, cfg, device, notes);
     if (b.plan.origin == "trials" || b.plan.origin == "cache" || b.plan.origin == "memory") {
@@ -70,9 +72,11 @@ BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, 
   const auto& ck = loaded.checkpoint;
   b.description = loaded.description;
   if (!ck.chosen_note.empty()) note(ck.chosen_note);
+  if (!loaded.backbone_note.empty()) note(loaded.backbone_note);
   if (const auto ignored = ck.ignored_summary(); !ignored.empty())  // one line per load
     note(ck.path + ": " + ignored);
   b.img_size = net->config().img_size;
+  b.backbone_size = net->config().encoder_size();
   b.arch = net->config().arch;
   for (const auto& p : net->parameters()) b.parameters += p.numel();
   model::TokenRouter router{nullptr};
@@ -81,7 +85,7 @@ BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, 
     ro.low = opt.edge_threshold_low;
     ro.high = opt.edge_threshold_high;
     ro.min_edge_tokens = opt.min_edge_tokens;
-    router = model::TokenRouter(net->config().encoder, b.img_size, ro);
+    router = model::TokenRouter(net->config().encoder, b.backbone_size, ro);  // routes where the encoder runs
     if (router->load(ck.tensors, ck.path) == 0)
       note("token_routing: no ltrm_stage* weights in the checkpoint, so the LTRMs are the "
            "identity: easy tokens skip the routed blocks (faster, less accurate until fine-tuned)");

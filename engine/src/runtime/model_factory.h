@@ -30,12 +30,16 @@ struct ModelSource {
   /// When set: called once the architecture is known (before any weight is built) and
   /// returns the dtype instead of `dtype` (the measured plan times that architecture first).
   std::function<torch::ScalarType(const model::GreenFormerConfig&)> dtype_for;
+  /// EngineOptions::backbone_size / backbone_percent, resolved against the model's img_size.
+  int64_t backbone_size = 0;
+  int backbone_percent = 0;
 };
 
 struct LoadedModel {
   model::GreenFormer net{nullptr};  // eval mode, float32, on the CPU
   model::Checkpoint checkpoint;     // what was read (empty for random weights)
   std::string description;          // the file, or "random:<arch>"
+  std::string backbone_note;        // set when backbone_size was rounded down to the grid
 };
 
 /// Throws IoError / ModelError naming the file, ConfigError for a bad size.
@@ -47,7 +51,7 @@ LoadedModel make_model(const ModelSource& source);
 struct BuiltRunner {
   std::unique_ptr<ModelRunner> runner;
   std::string description, arch;  // the file or "random:<arch>"; the architecture
-  int64_t img_size = 0, parameters = 0;
+  int64_t img_size = 0, backbone_size = 0, parameters = 0;  // backbone: where the encoder runs
   TunePlan plan;  // what the measured plan decided (or the flag rules, tune off)
 };
 BuiltRunner build_runner(const EngineOptions& options, const torch::Device& device,

@@ -37,6 +37,7 @@ std::pair<Precision, std::string> planned_precision(const EngineOptions& options
       const auto ck = model::read_checkpoint(o.checkpoint.empty() ? default_checkpoint() : o.checkpoint, ro);
       cfg = model::config_at(ck, o.img_size);
     }
+    cfg.resolve_backbone(o.backbone_size, o.backbone_percent);
     const auto plan = detail::resolve_plan(o, cfg, device, notes);
     return {o.model_precision, "the measured plan of the machine that planned the job (" + plan.origin + ")"};
   });

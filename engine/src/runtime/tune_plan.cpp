@@ -109,12 +109,13 @@ struct Shapes {
 };
 
 /// The global-attention blocks the trials time: the first non-pooling global block of the
-/// third and of the last stage, with their token counts at img_size.
+/// third and of the last stage, with their token counts where the encoder runs
+/// (backbone_size when decoupled, else img_size).
 Shapes shapes_of(const model::GreenFormerConfig& cfg) {
   Shapes s;
   const auto specs = model::block_specs(cfg.encoder);
   s.blocks = static_cast<int64_t>(specs.size());
-  const int64_t grid = cfg.img_size / cfg.encoder.patch_stride[0];
+  const int64_t grid = cfg.encoder_size() / cfg.encoder.patch_stride[0];
   int64_t n = grid * grid;
   bool got3 = false;
   for (const auto& b : specs) {
@@ -156,7 +157,7 @@ struct Trials {
     if (opt.channels_last) conv_weights_channels_last(*head);
     std::vector<torch::Tensor> f;
     for (size_t i = 0; i < ch.size(); ++i) {
-      const int64_t side = cfg.img_size / (int64_t{4} << i);
+      const int64_t side = cfg.encoder_size() / (int64_t{4} << i);
       f.push_back(torch::randn({1, ch[i], side, side}).to(dtype));
     }
     return time_ms(candidate, 1, 1, [&] { head->forward(f); });
@@ -239,7 +240,9 @@ std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg
     << (device.is_cpu() ? cpu_identity() : device.str()) << "; threads " << at::get_num_threads()
     << "; " << cfg.arch << " " << e.embed_dim << "/" << e.num_heads << "/";
   for (size_t i = 0; i < e.stages.size(); ++i) k << (i ? "-" : "") << e.stages[i];
-  k << "; img " << cfg.img_size << "; precision " << to_string(o.model_precision)
+  k << "; img " << cfg.img_size;
+  if (cfg.encoder_size() != cfg.img_size) k << " backbone " << cfg.encoder_size();
+  k << "; precision " << to_string(o.model_precision)
     << (o.mixed_precision ? " mixed" : "") << "; native " << to_string(o.native_attention)
     << "; tiled " << to_string(o.tiled_refiner) << " " << o.tile_size << "; flash "
     << o.flash_attention << " fused-dec " << o.fused_decoder << " fused-ref " << o.fused_refiner
@@ -298,6 +301,8 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
     c10::InferenceMode guard;
     const auto t_start = timing::Clock::now();
     note_line(notes, "tune: timing " + cfg.arch + " blocks at img_size " + std::to_string(cfg.img_size) +
+                         (cfg.encoder_size() != cfg.img_size
+                              ? " (backbone " + std::to_string(cfg.encoder_size()) + ")" : std::string()) +
                          " on " + cpu_identity() + ", " + std::to_string(at::get_num_threads()) +
                          " threads (once; cached in " + plan.cache_path + ")");
     Trials tr{opt, cfg, sh, opt.channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous};
