@@ -34,8 +34,12 @@ void add_tune(CLI::App& app, int& exit_code) {
     auto engine = create_engine(o);
     const auto& i = engine->info();
     const auto& p = i.tune;
-    std::printf("profile %s, %s, img_size %lld, %s\n", i.profile.c_str(), i.arch.c_str(),
-                static_cast<long long>(i.img_size), i.device.c_str());
+    std::printf("profile %s, %s, img_size %lld%s, %s\n", i.profile.c_str(), i.arch.c_str(),
+                static_cast<long long>(i.img_size),
+                i.backbone_size != i.img_size
+                    ? (" (backbone " + std::to_string(i.backbone_size) + ")").c_str()
+                    : "",
+                i.device.c_str());
     const char* origin = p.origin == "cache"    ? "read from the cache"
                          : p.origin == "trials" ? "timed now"
                          : p.origin == "memory" ? "timed now, kept in memory (cache not writable)"

@@ -302,6 +302,12 @@ TEST_CASE("execution plan: token routing never runs inside a CUDA graph or a pac
   CHECK(plan_execution(o, true, false).kind == ExecKind::Aoti);
   CHECK(plan_execution(o, false, false).kind == ExecKind::Aoti);
   CHECK(plan_execution(o, true, true).kind == ExecKind::Eager);
+  // A decoupled backbone: the package is not trusted to hold the resize.
+  CHECK(plan_execution(o, true, false, /*decoupled=*/true).kind == ExecKind::CudaGraph);
+  const auto dec = plan_execution(o, false, false, true);
+  CHECK(dec.kind == ExecKind::Eager);
+  REQUIRE(dec.notes.size() == 1);
+  CHECK_THAT(dec.notes[0], Contains("not this backbone_size") && Contains("running eager"));
   o.compile_mode = CompileMode::None;
   CHECK(plan_execution(o, true, true).kind == ExecKind::Eager);
   CHECK(plan_execution(o, true, true).notes.empty());

@@ -150,7 +150,8 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
   choose_refiner(notes);
 
   // Compile modes.
-  auto exec_plan = plan_execution(o, device.is_cuda(), static_cast<bool>(router_));
+  auto exec_plan = plan_execution(o, device.is_cuda(), static_cast<bool>(router_),
+                                  net_->config().encoder_size() != net_->config().img_size);
   exec_ = exec_plan.kind;
   for (const auto& n : exec_plan.notes) note(notes, n);
   if (exec_ == ExecKind::CudaGraph && o.cache_clearing)
@@ -172,7 +173,7 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
   }
 }
 
-ExecPlan plan_execution(const EngineOptions& o, bool cuda, bool routing) {
+ExecPlan plan_execution(const EngineOptions& o, bool cuda, bool routing, bool decoupled) {
   ExecPlan p;
   const std::string mode = to_string(o.compile_mode);
   switch (o.compile_mode) {
@@ -192,15 +193,20 @@ ExecPlan plan_execution(const EngineOptions& o, bool cuda, bool routing) {
       if (routing) {
         p.notes.push_back("compile_mode " + mode + ": token routing plans every frame from its hint, "
                           "which neither a CUDA graph nor an AOTInductor package holds; running eager");
-      } else if (!o.aoti_package.empty()) {
+      } else if (!o.aoti_package.empty() && !decoupled) {
         p.kind = ExecKind::Aoti;
-      } else if (cuda) {
-        p.kind = ExecKind::CudaGraph;
-        p.notes.push_back("compile_mode " + mode + ": no AOTInductor package given (aoti_package); "
-                          "using CUDA graphs");
       } else {
-        p.notes.push_back("compile_mode " + mode + ": no AOTInductor package given and no CUDA "
-                          "graphs without CUDA; running eager");
+        // A package is one forward compiled elsewhere at one size: with the backbone
+        // decoupled it is not trusted to hold the resize, so the native forward runs.
+        const std::string why = o.aoti_package.empty()
+                                    ? "no AOTInductor package given (aoti_package)"
+                                    : "an AOTInductor package holds one forward at one size, "
+                                      "not this backbone_size";
+        if (cuda) p.kind = ExecKind::CudaGraph;
+        p.notes.push_back("compile_mode " + mode + ": " + why +
+                          (cuda ? "; using CUDA graphs" : o.aoti_package.empty()
+                                                              ? " and no CUDA graphs without CUDA; running eager"
+                                                              : "; running eager"));
       }
       break;
   }

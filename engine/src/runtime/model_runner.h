@@ -35,7 +35,10 @@ struct ExecPlan {
 /// the AOTInductor package when given, else a CUDA graph on CUDA. Token routing plans each
 /// frame from its hint (host reads of edge counts), which a CUDA graph cannot capture and an
 /// AOTInductor package does not contain: routed profiles run eager, with a note.
-ExecPlan plan_execution(const EngineOptions& options, bool cuda, bool token_routing);
+/// `decoupled`: backbone_size below img_size, which an AOTInductor package (one forward
+/// compiled at one size, from outside) cannot be trusted to hold.
+ExecPlan plan_execution(const EngineOptions& options, bool cuda, bool token_routing,
+                        bool decoupled = false);
 
 /// Test hook: the next `n` forward attempts fail as if the device ran out of memory (an
 /// injected c10::OutOfMemoryError before any work), so the on_oom policy is tested on CPU.
