@@ -30,7 +30,7 @@ PY
 "$cli" inference "$work/heldout_srgb" --profile draft --output-root "$work/draft" --quiet
 "$cli" inference "$work/heldout_linear" --linear --profile draft --output-root "$work/draft" --quiet
 "$py" "$src/tools/compare_mattes.py" --clip "$work/heldout_srgb" --clip "$work/heldout_linear" \
-    --run full=inplace --run draft="$work/draft" --json "$work/draft.json"
+    --run full=inplace --run draft="$work/draft" --metrics mse --json "$work/draft.json"
 "$py" - "$work/draft.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["pooled"]["draft"]["ratio_to_first"]["mse"]
