@@ -26,7 +26,7 @@ void add_info(CLI::App& app, int& exit_code) {
                        {"cpu_threads", s.cpu_threads},
                        {"cpu", {{"avx2", s.cpu.avx2}, {"avx512", s.cpu.avx512},
                                 {"avx512_bf16", s.cpu.avx512_bf16}, {"amx", s.cpu.amx},
-                                {"onednn", s.cpu.onednn}}},
+                                {"onednn", s.cpu.onednn}, {"identity", s.cpu.identity()}}},
                        {"auto_precision", {{"cpu", s.auto_precision_cpu},
                                            {"cuda", s.auto_precision_cuda}}},
                        {"tune_cache", tune_cache_path()},
@@ -50,6 +50,7 @@ void add_info(CLI::App& app, int& exit_code) {
                     static_cast<double>(d.total_memory_bytes) / (1 << 30), d.compute_major,
                     d.compute_minor);
       std::printf("MPS               %s\n", s.mps ? "available" : "not available");
+      std::printf("CPU               %s\n", s.cpu.identity().c_str());
       std::printf("CPU threads       %d\n", s.cpu_threads);
       std::printf("CPU features      avx2 %s, avx512 %s, avx512_bf16 %s, amx %s\n",
                   s.cpu.avx2 ? "yes" : "no", s.cpu.avx512 ? "yes" : "no",

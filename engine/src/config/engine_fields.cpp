@@ -11,6 +11,14 @@ using O = EngineOptions;
 constexpr auto P = OptionScope::Profile;
 constexpr auto R = OptionScope::Run;
 
+/// false / true / auto and their accepted spellings, for the fields whose enum has Off, On
+/// and Auto (native_attention, tiled_refiner): the first of each is the one printed.
+template <class E>
+std::vector<std::pair<std::string, E>> tri_state_names() {
+  return {{"false", E::Off}, {"true", E::On}, {"auto", E::Auto}, {"off", E::Off},
+          {"on", E::On},     {"no", E::Off},  {"yes", E::On}};
+}
+
 /// backbone_size: pixels, or a percentage of img_size ("50%"), which a profile needs since
 /// img_size is a run field (0 = the checkpoint's own).
 Field<O> backbone_row() {
@@ -51,9 +59,7 @@ std::vector<Field<O>> rows() {
   r.push_back(with_shortcuts(
       choice_row<O, AutoSwitch>(
           "native_attention", P, &O::native_attention,
-          {{"false", AutoSwitch::Off}, {"true", AutoSwitch::On}, {"auto", AutoSwitch::Auto},
-           {"off", AutoSwitch::Off}, {"on", AutoSwitch::On}, {"no", AutoSwitch::Off},
-           {"yes", AutoSwitch::On}},
+          tri_state_names<AutoSwitch>(),
           "bf16 CPU global attention through the engine's AVX-512 BF16 kernel: true, false, "
           "or auto = the measured plan times it against LibTorch's SDPA per attention shape"),
       {{"--native-attention", "true"}, {"--no-native-attention", "false"}}));
@@ -62,9 +68,7 @@ std::vector<Field<O>> rows() {
   r.push_back(with_aliases(with_shortcuts(
       choice_row<O, RefinerTiling>(
           "tiled_refiner", P, &O::tiled_refiner,
-          {{"false", RefinerTiling::Off}, {"true", RefinerTiling::On}, {"auto", RefinerTiling::Auto},
-           {"off", RefinerTiling::Off}, {"on", RefinerTiling::On}, {"no", RefinerTiling::Off},
-           {"yes", RefinerTiling::On}},
+          tri_state_names<RefinerTiling>(),
           "exact tiled refiner (image-global GroupNorm statistics): true, false, or auto = "
           "tiled only when the whole image exceeds refiner_memory_budget_mb"),
       {{"--tiled-refiner", "true"}, {"--no-tiled-refiner", "false"}}), {"--refiner-tiling"}));

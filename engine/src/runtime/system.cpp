@@ -7,6 +7,7 @@
 #include <torch/mps.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #ifdef CK_WITH_CUDA
@@ -17,27 +18,52 @@
 CORRIDORKEY_NAMESPACE_BEGIN
 
 CpuFeatures cpu_features() {
-  // The kernel's view of the CPU (/proc/cpuinfo "flags"): what the OS enabled, which is
-  // what ATen's own dispatch checks too. Elsewhere (macOS) no x86 features are reported.
+  // The kernel's view of the CPU (/proc/cpuinfo, first processor): what the OS enabled,
+  // which is what ATen's own dispatch checks too. Elsewhere (macOS) no x86 features.
   static const CpuFeatures f = [] {
     CpuFeatures c;
     std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("flags", 0) != 0) continue;
-      std::istringstream words(line.substr(line.find(':') + 1));
-      for (std::string w; words >> w;) {
-        c.avx2 |= w == "avx2";
-        c.avx512 |= w == "avx512f";
-        c.avx512_bf16 |= w == "avx512_bf16";
-        c.amx |= w == "amx_bf16";
+    auto value = [](const std::string& l) {
+      const auto colon = l.find(':');
+      auto v = colon == std::string::npos ? std::string() : l.substr(colon + 1);
+      v.erase(0, std::min(v.find_first_not_of(" \t"), v.size()));
+      return v;
+    };
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) break;  // the first processor is enough
+      if (line.rfind("model name", 0) == 0) {
+        c.model_name = value(line);
+      } else if (line.rfind("cpu family", 0) == 0) {
+        c.family = value(line);
+      } else if (line.rfind("model", 0) == 0) {
+        c.model = value(line);
+      } else if (line.rfind("stepping", 0) == 0) {
+        c.stepping = value(line);
+      } else if (line.rfind("flags", 0) == 0) {
+        const auto flags = value(line);
+        uint64_t h = 1469598103934665603ull;  // 64-bit FNV-1a, low 32 bits kept (the
+        for (unsigned char ch : flags) h = (h ^ ch) * 1099511628211ull;  // cache keys' form)
+        c.flags_hash = static_cast<uint32_t>(h & 0xffffffffu);
+        std::istringstream words(flags);
+        for (std::string w; words >> w;) {
+          c.avx2 |= w == "avx2";
+          c.avx512 |= w == "avx512f";
+          c.avx512_bf16 |= w == "avx512_bf16";
+          c.amx |= w == "amx_bf16";
+        }
       }
-      break;
     }
     c.onednn = at::hasMKLDNN();
     return c;
   }();
   return f;
+}
+
+std::string CpuFeatures::identity() const {
+  std::ostringstream s;
+  s << (model_name.empty() ? "unknown cpu" : model_name) << " (family " << family << " model "
+    << model << " stepping " << stepping << ", flags " << std::hex << flags_hash << ")";
+  return s.str();
 }
 
 Precision resolve_precision(Precision p, const std::string& device) {

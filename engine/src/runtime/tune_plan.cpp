@@ -61,35 +61,8 @@ double time_ms(const std::string& candidate, int warmup, int reps, const std::fu
   return best;
 }
 
-/// The CPU as /proc/cpuinfo names it, with family / model / stepping (VMs often show only
-/// "AMD EPYC") and a hash of the flags line (a VM may hide AMX on the same model).
-std::string cpu_identity() {
-  static const std::string id = [] {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line, name, family, model, stepping, flags;
-    auto value = [](const std::string& l) {
-      const auto c = l.find(':');
-      auto v = c == std::string::npos ? std::string() : l.substr(c + 1);
-      v.erase(0, v.find_first_not_of(" \t"));
-      return v;
-    };
-    while (std::getline(in, line)) {
-      if (line.empty()) break;  // the first processor is enough
-      if (line.rfind("model name", 0) == 0) name = value(line);
-      else if (line.rfind("cpu family", 0) == 0) family = value(line);
-      else if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) model = value(line);
-      else if (line.rfind("stepping", 0) == 0) stepping = value(line);
-      else if (line.rfind("flags", 0) == 0) flags = value(line);
-    }
-    uint64_t h = 1469598103934665603ull;  // FNV-1a
-    for (unsigned char ch : flags) h = (h ^ ch) * 1099511628211ull;
-    std::ostringstream s;
-    s << (name.empty() ? "unknown cpu" : name) << " (family " << family << " model " << model
-      << " stepping " << stepping << ", flags " << std::hex << (h & 0xffffffff) << ")";
-    return s.str();
-  }();
-  return id;
-}
+/// The CPU as /proc/cpuinfo names it (CpuFeatures::identity, system.h).
+std::string cpu_identity() { return cpu_features().identity(); }
 
 torch::ScalarType dtype_of(const std::string& p) {
   return p == "bfloat16" ? torch::kBFloat16 : p == "float16" ? torch::kHalf : torch::kFloat;
