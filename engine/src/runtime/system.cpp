@@ -8,6 +8,7 @@
 #include <torch/version.h>
 
 #include <fstream>
+#include <locale>
 #include <sstream>
 #ifdef CK_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -26,6 +27,7 @@ CpuFeatures cpu_features() {
     while (std::getline(in, line)) {
       if (line.rfind("flags", 0) != 0) continue;
       std::istringstream words(line.substr(line.find(':') + 1));
+      words.imbue(std::locale::classic());  // numbers in every locale
       for (std::string w; words >> w;) {
         c.avx2 |= w == "avx2";
         c.avx512 |= w == "avx512f";
