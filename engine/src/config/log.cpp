@@ -1,6 +1,6 @@
 #include "config/log.h"
 
-#include <cstdio>
+#include <iostream>
 #include <memory>
 #include <mutex>
 
@@ -20,9 +20,10 @@ std::recursive_mutex g_call_m;
 
 void write_stderr(LogLevel level, const std::string& message) {
   const char* word = level == LogLevel::Warning ? "warning: " : level == LogLevel::Error ? "error: " : "";
-  // One fputs per line: lines from different threads do not interleave mid-line.
+  // std::cerr as before (a host that swapped its rdbuf still gets the lines), one insertion
+  // per line so lines from different threads do not interleave mid-line.
   const std::string line = std::string("corridorkey: ") + word + message + "\n";
-  std::fputs(line.c_str(), stderr);
+  std::cerr << line << std::flush;
 }
 
 }  // namespace
