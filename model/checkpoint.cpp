@@ -18,6 +18,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <locale>
 #include <sstream>
 #include <type_traits>
 
@@ -316,6 +317,7 @@ GreenFormerConfig infer_config(const Checkpoint& ck, int64_t num_heads) {
 std::string config_shape_mismatch(const GreenFormerConfig& cfg, const Checkpoint& ck) {
   const auto got = infer_config(ck, std::max<int64_t>(cfg.encoder.num_heads, 1));
   std::ostringstream d;
+  d.imbue(std::locale::classic());  // numbers in every locale
   auto cmp = [&](const char* field, const auto& said, const auto& shapes) {
     if (said == shapes) return;
     d << (d.tellp() > 0 ? "; " : "") << field << " ";

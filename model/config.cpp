@@ -5,6 +5,7 @@
 #include "json_reader.h"
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cstdio>
 #include <type_traits>
@@ -14,6 +15,16 @@
 #include <utility>
 
 namespace corridorkey::model {
+namespace {
+/// A real as text in every locale (std::to_string and %g follow the host's LC_NUMERIC):
+/// shortest round-trip form, or %.{precision}g.
+std::string real_text(double v, int precision = 0) {
+  char b[64];
+  const auto r = precision > 0 ? std::to_chars(b, b + sizeof b, v, std::chars_format::general, precision)
+                               : std::to_chars(b, b + sizeof b, v);
+  return std::string(b, r.ptr);
+}
+}  // namespace
 
 GreenFormerConfig GreenFormerConfig::hiera_base_plus(int64_t img_size) {
   GreenFormerConfig c;
@@ -153,16 +164,16 @@ void GreenFormerConfig::validate_architecture(const std::string& source) const {
             e.patch_padding[1] >= 0 && e.patch_padding[1] <= 15,
         "patch_padding", list(e.patch_padding), "two values in 0..15");
   auto finite_in = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
-  check(finite_in(e.dim_mul, 1, 4), "dim_mul", std::to_string(e.dim_mul), "1..4");
-  check(finite_in(e.head_mul, 1, 4), "head_mul", std::to_string(e.head_mul), "1..4");
-  check(finite_in(e.mlp_ratio, 0.25, 16), "mlp_ratio", std::to_string(e.mlp_ratio), "0.25..16");
+  check(finite_in(e.dim_mul, 1, 4), "dim_mul", real_text(e.dim_mul), "1..4");
+  check(finite_in(e.head_mul, 1, 4), "head_mul", real_text(e.head_mul), "1..4");
+  check(finite_in(e.mlp_ratio, 0.25, 16), "mlp_ratio", real_text(e.mlp_ratio), "0.25..16");
   // Every block's width must split into its heads (head_dim an integer >= 1), and stay sane.
   int64_t dim = e.embed_dim, heads = e.num_heads;
   for (size_t i = 1; i < e.stages.size(); ++i) {
     dim = static_cast<int64_t>(static_cast<double>(dim) * e.dim_mul);
     heads = static_cast<int64_t>(static_cast<double>(heads) * e.head_mul);
     check(dim <= 16384 && heads >= 1 && dim % heads == 0, "dim_mul / head_mul",
-          std::to_string(e.dim_mul) + " / " + std::to_string(e.head_mul),
+          real_text(e.dim_mul) + " / " + real_text(e.head_mul),
           "stage widths divisible by their head counts (stage " + std::to_string(i + 1) + ": " +
               std::to_string(dim) + " channels, " + std::to_string(heads) + " heads)");
   }
@@ -187,11 +198,7 @@ std::string GreenFormerConfig::to_json() const {
     for (size_t i = 0; i < v.size(); ++i) s += std::string(i ? ", " : "") + (v[i] ? "true" : "false");
     return s + "]";
   };
-  auto num = [](double v) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.17g", v);
-    return std::string(b);
-  };
+  auto num = [](double v) { return real_text(v, 17); };  // %.17g: round-trips exactly
   std::string j = "{";
   auto put = [&](const char* k, const std::string& v) {
     j += std::string(j.size() > 1 ? ", " : "") + "\"" + k + "\": " + v;

@@ -2,7 +2,7 @@
 
 #include <corridorkey/errors.h>
 
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -149,16 +149,19 @@ class Parser {
       ++p_;
     }
     const std::string lit = t_.substr(start, p_ - start);
-    char* end = nullptr;
-    errno = 0;
-    const double f = std::strtod(lit.c_str(), &end);
-    if (*end != '\0' || !std::isfinite(f)) fail("bad number '" + lit.substr(0, 40) + "'");
+    // from_chars, not strtod: JSON numbers use '.', whatever locale the host process set.
+    const char* end = lit.data() + lit.size();
+    double f = 0;
+    const auto rf = std::from_chars(lit.data(), end, f, std::chars_format::general);
+    // Out of range (1e999) is refused like a non-finite value, as strtod's inf was.
+    if (rf.ec != std::errc() || rf.ptr != end || !std::isfinite(f))
+      fail("bad number '" + lit.substr(0, 40) + "'");
     v.kind = Value::Kind::Float;
     v.f = f;
     if (integer) {
-      errno = 0;
-      const long long i = std::strtoll(lit.c_str(), &end, 10);
-      if (*end == '\0' && errno != ERANGE) {
+      long long i = 0;
+      const auto ri = std::from_chars(lit.data(), end, i, 10);
+      if (ri.ec == std::errc() && ri.ptr == end) {
         v.kind = Value::Kind::Int;
         v.i = i;
       }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -710,10 +711,12 @@ class Machine {
       }
       case 'F': {                                                              // FLOAT
         const std::string s = line();
-        char* end = nullptr;
         Value* f = make(Kind::Float);
-        f->f = std::strtod(s.c_str(), &end);
-        if (s.empty() || *end != '\0') fail("malformed FLOAT '" + s.substr(0, 40) + "'");
+        // Python's repr(float): '.' decimals, "inf" / "nan"; from_chars reads them the same
+        // in every locale (strtod follows the host's LC_NUMERIC).
+        const char* end = s.data() + s.size();
+        const auto r = std::from_chars(s.data(), end, f->f, std::chars_format::general);
+        if (s.empty() || r.ec != std::errc() || r.ptr != end) fail("malformed FLOAT '" + s.substr(0, 40) + "'");
         push(f);
         return;
       }

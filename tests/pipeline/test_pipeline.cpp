@@ -413,6 +413,56 @@ TEST_CASE("cancel (SIGINT / SIGTERM) finishes frames in flight and leaves nothin
   fs::remove_all(root);
 }
 
+TEST_CASE("an on_event callback that throws stops the job with an error, not the process",
+          "[pipeline]") {
+  const auto root = ck_test::temp_dir("pipe_throwing_cb");
+  const auto clip = make_clip(root, "x", 8);
+  InferenceOptions job;
+  job.paths = {clip.string()};
+  job.write_workers = 2;  // frame_done comes from two writer threads
+  std::vector<std::string> kinds;
+  int done = 0;
+  auto throwing = [&](const PipelineEvent& e) {
+    kinds.push_back(to_string(e.kind));
+    if (e.kind == PipelineEvent::Kind::FrameDone && ++done == 2) throw std::runtime_error("host callback failed");
+  };
+  // Without the fix the exception escapes a writer std::thread: std::terminate, and this
+  // test binary dies instead of reaching the checks below.
+  CHECK_THROWS_MATCHES(run_inference(engine_opts(), job, throwing), Error,
+                       Catch::Matchers::Message(
+                           "on_event callback threw on frame_done: host callback failed"));
+  // The callback is not called again once it threw (no job_done after the failure).
+  CHECK(done == 2);
+  CHECK(kinds.back() == "frame_done");
+  CHECK(std::count(kinds.begin(), kinds.end(), "job_done") == 0);
+  // Nothing half-written: no temporary files, and every matte written is complete.
+  CHECK(temp_files(clip) == 0);
+  size_t written = 0;
+  for (const auto& e : fs::directory_iterator(clip / "Output" / "Matte")) {
+    CHECK(io::readable_output(e.path().string()));
+    ++written;
+  }
+  CHECK(written >= 2);
+  CHECK(written < 8);  // the job stopped
+
+  SECTION("on job_started: no frame is keyed") {
+    fs::remove_all(clip / "Output");
+    CHECK_THROWS_MATCHES(
+        run_inference(engine_opts(), job,
+                      [](const PipelineEvent& e) {
+                        if (e.kind == PipelineEvent::Kind::JobStarted) throw 42;  // not a std::exception
+                      }),
+        Error, Catch::Matchers::Message("on_event callback threw on job_started: an exception that is "
+                                        "not a std::exception"));
+    size_t mattes = 0;
+    if (fs::exists(clip / "Output" / "Matte"))
+      for ([[maybe_unused]] const auto& e : fs::directory_iterator(clip / "Output" / "Matte")) ++mattes;
+    CHECK(mattes == 0);
+    CHECK(temp_files(clip) == 0);
+  }
+  fs::remove_all(root);
+}
+
 TEST_CASE("EXR plates are keyed as sRGB by default, with a warning; --color auto is linear",
           "[pipeline]") {
   const auto root = ck_test::temp_dir("pipe_color");

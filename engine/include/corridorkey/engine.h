@@ -17,6 +17,7 @@
 
 #include <corridorkey/export.h>
 #include <corridorkey/image.h>
+#include <corridorkey/log.h>
 #include <corridorkey/options.h>
 #include <corridorkey/tune.h>
 #include <corridorkey/version.h>

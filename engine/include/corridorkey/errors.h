@@ -9,6 +9,7 @@
 #include <corridorkey/export.h>
 #include <corridorkey/version.h>
 
+#include <locale>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -49,6 +50,7 @@ namespace errors_detail {
 template <typename... Args>
 std::string str_cat(const Args&... args) {
   std::ostringstream os;
+  os.imbue(std::locale::classic());  // 0.5 and 1920 in a message, whatever the host's locale
   (os << ... << args);
   return os.str();
 }

@@ -9,6 +9,15 @@
 // `write_workers` post-process + encode. Queues between them are bounded, so memory stays
 // flat however long the clip. Every file is written to a temporary name in its folder and
 // renamed when complete: an interrupted run never leaves a partial file.
+//
+// Events: `on_event` is called one event at a time (never concurrently), from the calling
+// thread (job, clip, warning and failure events of the inference stage) and from the
+// writer threads (frame_done, and frame_failed of a write). Counters in an event are read
+// under the lock that guards them. A callback that throws stops the job: no further
+// frames are read, keyed or written, the callback is not called again, and run_inference
+// throws corridorkey::Error naming the callback's exception once every pipeline thread
+// has ended (files already renamed stay; none is left half-written). run_inference never
+// returns or throws with a pipeline thread still running.
 #pragma once
 
 #include <corridorkey/export.h>

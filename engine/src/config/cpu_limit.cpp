@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <locale>
 #include <sstream>
 
 #include <sched.h>
@@ -80,6 +81,7 @@ int cgroup_quota() {
 
 int cpus_from_cpu_max(const std::string& text) {
   std::istringstream in(text);
+  in.imbue(std::locale::classic());  // numbers in every locale
   std::string quota;
   long long period = 0;
   if (!(in >> quota >> period) || period <= 0 || quota == "max") return 0;

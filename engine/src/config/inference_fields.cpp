@@ -2,6 +2,7 @@
 #include "config/inference_fields.h"
 
 #include <regex>
+#include <locale>
 #include <sstream>
 
 namespace corridorkey::config {
@@ -18,6 +19,7 @@ Field<O> outputs_row() {
   f.parse = [](O& o, const std::string& v) {
     bool fg = false, matte = false, comp = false, processed = false;
     std::stringstream ss(v);
+    ss.imbue(std::locale::classic());  // numbers in every locale
     for (std::string s; std::getline(ss, s, ',');) {
       if (s == "fg") fg = true;
       else if (s == "matte") matte = true;
@@ -55,6 +57,7 @@ Field<O> video_out_row() {
     if (v == "auto") vo.auto_ = true;
     else if (v != "none") {
       std::stringstream ss(v);
+      ss.imbue(std::locale::classic());  // numbers in every locale
       for (std::string s; std::getline(ss, s, ',');) {
         if (s == "comp") vo.comp = true;
         else if (s == "matte") vo.matte = true;

@@ -5,6 +5,7 @@
 #include <corridorkey/profile.h>
 
 #include "config/engine_fields.h"
+#include "config/log.h"
 #include "config/inference_fields.h"
 #include "config/yaml_util.h"
 
@@ -14,7 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
+#include <locale>
 #include <sstream>
 
 #ifndef CK_SOURCE_PROFILE_DIR
@@ -108,9 +109,8 @@ void apply_profile_yaml(EngineOptions& out, const std::string& text, const std::
     if (config::normalise_key(key) == "tile_overlap") {
       // Kept readable for the reference fork's profile files: the exact tiler reads the halo
       // each layer needs and blends nothing, so an overlap means nothing here.
-      std::cerr << "corridorkey: warning: " << where
-                << ": key 'tile_overlap' is deprecated and ignored (the exact tiled refiner "
-                   "needs no overlap); remove it\n";
+      detail::log(LogLevel::Warning, where + ": key 'tile_overlap' is deprecated and ignored (the "
+                                     "exact tiled refiner needs no overlap); remove it");
       return;
     }
     CK_CHECK(profile_row(key), ConfigError, where, ": unknown key '", key,
@@ -137,6 +137,7 @@ EngineOptions load_profile(const std::string& name_or_path) {
   std::ifstream f(path);
   CK_CHECK(f.good(), ConfigError, path, ": profile file cannot be read");
   std::stringstream ss;
+  ss.imbue(std::locale::classic());  // numbers in every locale
   ss << f.rdbuf();
   EngineOptions o;
   apply_profile_yaml(o, ss.str(), path);

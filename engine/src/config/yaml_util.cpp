@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <map>
+#include <locale>
 #include <sstream>
 
 namespace corridorkey::config {
@@ -20,6 +21,7 @@ YAML::Node load_yaml_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   CK_CHECK(f.good(), ConfigError, path, ": cannot be read");
   std::stringstream ss;
+  ss.imbue(std::locale::classic());  // numbers in every locale
   ss << f.rdbuf();
   return load_yaml(ss.str(), path);
 }

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <locale>
 #include <sstream>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -45,6 +46,7 @@ EngineOptions bench_engine_options(const BenchOptions& b, const std::string& spe
   for (const auto& [k, v] : b.overrides) set_profile_field(o, k, v);
   if (colon != std::string::npos) {
     std::stringstream ss(spec.substr(colon + 1));
+    ss.imbue(std::locale::classic());  // numbers in every locale
     for (std::string kv; std::getline(ss, kv, ',');) {
       const auto eq = kv.find('=');
       CK_CHECK(eq != std::string::npos, ConfigError, "--profile '", spec,

@@ -2,6 +2,7 @@
 #include <corridorkey/system.h>
 #include <corridorkey/verify.h>
 
+#include "config/log.h"
 #include "runtime/global_switches.h"
 #include "runtime/model_factory.h"
 #include "model/sample_input.h"
@@ -13,7 +14,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
 #include <map>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -71,7 +71,7 @@ VerifyReport verify_checkpoint(const VerifyOptions& opt) {
   torch::NoGradGuard no_grad;
 
   auto loaded = detail::make_model({opt.checkpoint, opt.img_size, "", 0});
-  if (!loaded.checkpoint.chosen_note.empty()) std::cerr << "corridorkey: " << loaded.checkpoint.chosen_note << "\n";
+  if (!loaded.checkpoint.chosen_note.empty()) detail::log(LogLevel::Info, loaded.checkpoint.chosen_note);
   const auto& ck = loaded.checkpoint;
   auto net = loaded.net;
   rep.format = model::to_string(ck.format);

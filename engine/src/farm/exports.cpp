@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <set>
+#include <locale>
 #include <sstream>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -128,6 +129,7 @@ std::string export_slurm(const JobSpec& job, const JobFrames& jf, const std::str
              "slurm export: the log folder '", log_dir, "' contains whitespace, a newline or '%', "
              "which #SBATCH --output cannot hold; pass --log-dir with a plain path");
   std::ostringstream s;
+  s.imbue(std::locale::classic());  // numbers in every locale
   s << "#!/bin/bash\n"
     << "# Slurm array job written by corridorkey-engine job export: one array task per chunk.\n"
     << "# Each task is idempotent (finished frames are skipped), so requeues are safe.\n"

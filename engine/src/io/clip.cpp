@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <set>
+#include <locale>
 #include <sstream>
 
 namespace corridorkey::io {
@@ -237,6 +238,7 @@ std::vector<Clip> discover_clips(const std::vector<std::string>& paths, std::vec
 std::vector<int> parse_frame_ranges(const std::string& spec, int count) {
   std::set<int> out;
   std::stringstream ss(spec);
+  ss.imbue(std::locale::classic());  // numbers in every locale
   std::string part;
   auto bad = [&](const std::string& why) {
     throw ConfigError("--frames '" + spec + "': " + why + " (expected A-B[,C-D] or N, 1-based)");

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <locale>
 #include <sstream>
 
 namespace corridorkey::io {
@@ -76,9 +77,11 @@ int64_t decode_bytes(const ImageSize& s, uint64_t exr_chunk_bytes) {
 
 int64_t mem_available_from_meminfo(const std::string& meminfo) {
   std::istringstream in(meminfo);
+  in.imbue(std::locale::classic());  // numbers in every locale
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("MemAvailable:", 0) != 0) continue;
     std::istringstream v(line.substr(13));
+    v.imbue(std::locale::classic());  // numbers in every locale
     long long kb = -1;
     std::string unit;
     if (v >> kb >> unit && kb >= 0 && unit == "kB") return kb * 1024;
@@ -90,6 +93,7 @@ int64_t mem_available_from_meminfo(const std::string& meminfo) {
 int64_t available_memory_bytes() {
   std::ifstream f("/proc/meminfo");
   std::stringstream ss;
+  ss.imbue(std::locale::classic());  // numbers in every locale
   ss << f.rdbuf();
   int64_t avail = mem_available_from_meminfo(ss.str());
   const int64_t room = cgroup_room_of_self();

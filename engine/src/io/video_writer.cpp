@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <locale>
 #include <sstream>
 #include <vector>
 
@@ -42,6 +43,7 @@ std::string fps_text(double fps) {
   for (int n : {24, 30, 48, 60, 120})
     if (std::fabs(fps - n * 1000.0 / 1001.0) < 2e-3) return std::to_string(n * 1000) + "/1001";
   std::ostringstream s;
+  s.imbue(std::locale::classic());  // numbers in every locale
   s.precision(10);
   s << fps;
   return s.str();
@@ -96,6 +98,7 @@ std::string find_ffmpeg() {
   }
   const char* path = std::getenv("PATH");
   std::stringstream ss(path ? path : "/usr/bin:/bin");
+  ss.imbue(std::locale::classic());  // numbers in every locale
   for (std::string dir; std::getline(ss, dir, ':');)
     if (!dir.empty() && executable(fs::path(dir) / "ffmpeg")) return (fs::path(dir) / "ffmpeg").string();
   return "";

@@ -99,23 +99,94 @@ class Pipeline {
     }
     for (const auto& d : plan_.events) emit(d.kind, d.clip, d.frame, d.file, d.message);
 
-    FrameReader reader(plan_.clips, plan_.decode);
-    std::vector<std::thread> readers, writers;
-    readers_left_ = job_.read_workers;
-    for (int i = 0; i < job_.read_workers; ++i) readers.emplace_back([&] { read_loop(reader); });
-    for (int i = 0; i < job_.write_workers; ++i) writers.emplace_back([this] { write_loop(); });
-    inference_loop();  // on this thread
-    for (auto& t : readers) t.join();
-    write_q_.close();
-    for (auto& t : writers) t.join();
-    encode_videos();
+    {
+      FrameReader reader(plan_.clips, plan_.decode);
+      Threads threads(*this);
+      readers_left_ = job_.read_workers;
+      for (int i = 0; i < job_.read_workers; ++i)
+        threads.readers.emplace_back([&] { guarded([&] { read_loop(reader); }, [this] { reader_done(); }); });
+      for (int i = 0; i < job_.write_workers; ++i)
+        threads.writers.emplace_back([this] { guarded([this] { write_loop(); }, [] {}); });
+      inference_loop();  // on this thread
+      threads.join();
+    }
+    if (!aborted()) encode_videos();
     summary_.wall_ms = ms_since(t0);
     for (const auto& p : plan_.clips) emit(PipelineEvent::Kind::ClipDone, p.clip.name, "", "", "");
     emit(PipelineEvent::Kind::JobDone, "", "", "", summary_.interrupted ? "interrupted" : "");
+    // After every thread has ended: the job stops with the library's error type, never by an
+    // exception escaping a std::thread (std::terminate would take the host with it).
+    std::lock_guard<std::mutex> l(abort_m_);
+    if (!abort_why_.empty()) throw Error(abort_why_);
     return summary_;
   }
 
  private:
+  /// The reader and writer threads, joined however run() leaves: on an exception from the
+  /// inference loop the queues are closed and the job stopped first, so no thread blocks
+  /// and none is left joinable (whose destructor would call std::terminate).
+  struct Threads {
+    Pipeline& p;
+    std::vector<std::thread> readers, writers;
+    explicit Threads(Pipeline& pl) : p(pl) {}
+    void join() {
+      for (auto& t : readers)
+        if (t.joinable()) t.join();
+      p.write_q_.close();
+      for (auto& t : writers)
+        if (t.joinable()) t.join();
+    }
+    ~Threads() {
+      bool any = false;
+      for (auto& t : readers) any = any || t.joinable();
+      for (auto& t : writers) any = any || t.joinable();
+      if (!any) return;
+      p.abort("the clip pipeline stopped on an internal error");
+      p.read_q_.close();
+      join();
+    }
+  };
+
+  /// Stops the job for good: no new frames are read, keyed or written, and run() throws
+  /// Error(why) once every thread has ended. The first reason wins.
+  void abort(const std::string& why) {
+    {
+      std::lock_guard<std::mutex> l(abort_m_);
+      if (abort_why_.empty()) abort_why_ = why;
+    }
+    aborted_ = true;
+    // Nobody stays blocked: readers on a full read queue, the inference thread on a full
+    // write queue (every writer may have ended). What is still queued is dropped.
+    read_q_.close();
+    write_q_.close();
+  }
+
+  /// A dropped frame still gives its DMA slot back (the inference thread may be waiting
+  /// for one).
+  void release(WriteItem& w) {
+    try {
+      Image a, f;
+      dma_.finish(w.outputs, a, f);
+    } catch (...) {
+      // Only the slot matters here; the frame is dropped anyway.
+    }
+  }
+  bool aborted() const { return aborted_.load(); }
+
+  /// A reader or writer thread's body: anything it throws stops the job instead of
+  /// escaping the thread; `always` runs either way (a reader's share of closing the queue).
+  template <class F, class G>
+  void guarded(F&& body, G&& always) {
+    try {
+      body();
+    } catch (const std::exception& e) {
+      abort(std::string("clip pipeline thread: ") + e.what());
+    } catch (...) {
+      abort("clip pipeline thread: unknown exception");
+    }
+    always();
+  }
+
   /// After the frames: videos of the clips whose sequences are now complete (not after an
   /// interruption, whose frames are incomplete by definition).
   void encode_videos() {
@@ -147,15 +218,28 @@ class Pipeline {
     emit(e);
   }
 
+  /// Calls on_event, one event at a time. A callback that throws stops the job (run()
+  /// throws Error naming its exception) and is not called again: it is host code, and an
+  /// exception escaping a pipeline thread would terminate the process.
   void emit(PipelineEvent& e) {
     if (!on_event_) return;
     std::lock_guard<std::mutex> l(event_m_);
+    if (callback_failed_) return;
     {
       std::lock_guard<std::mutex> s(summary_m_);  // the writers change the counters under it
       e.frames_done = summary_.frames_done + summary_.frames_failed;
       e.frames_total = summary_.frames_total;
     }
-    on_event_(e);
+    try {
+      on_event_(e);
+    } catch (const std::exception& x) {
+      callback_failed_ = true;
+      abort(std::string("on_event callback threw on ") + to_string(e.kind) + ": " + x.what());
+    } catch (...) {
+      callback_failed_ = true;
+      abort(std::string("on_event callback threw on ") + to_string(e.kind) +
+            ": an exception that is not a std::exception");
+    }
   }
 
   /// Each clip's model: a blue backing goes to the blue-screen model when there is one
@@ -207,7 +291,7 @@ class Pipeline {
     }
   }
 
-  bool stopping() const { return stop_.load() || (job_.cancel && job_.cancel->load()); }
+  bool stopping() const { return stop_.load() || aborted() || (job_.cancel && job_.cancel->load()); }
 
   std::optional<FrameTask> next_task() {
     std::lock_guard<std::mutex> l(task_m_);
@@ -232,6 +316,10 @@ class Pipeline {
             [this] { return stopping(); });
       }
     }
+  }
+
+  /// The last reader to end closes the queue (whether it ended normally or threw).
+  void reader_done() {
     std::lock_guard<std::mutex> l(task_m_);
     if (--readers_left_ == 0) read_q_.close();
   }
@@ -254,7 +342,7 @@ class Pipeline {
   /// Under --on-error stop, frames before the failing one are still keyed and written
   /// (readers may deliver them after the failure: frames are read in parallel).
   bool keep_despite_stop(const ReadItem& it) {
-    if (job_.cancel && job_.cancel->load()) return false;
+    if (aborted() || (job_.cancel && job_.cancel->load())) return false;
     std::lock_guard<std::mutex> l(summary_m_);
     return position(it) < stop_at_;
   }
@@ -305,6 +393,10 @@ class Pipeline {
     lower_priority();
     while (auto item = write_q_.pop()) {
       auto& w = *item;
+      if (aborted()) {  // drain: a stopped job writes no more frames
+        release(w);
+        continue;
+      }
       const auto& p = plan_.clips[w.meta.clip];
       StageTimings timings = w.meta.timings;
       try {
@@ -336,8 +428,11 @@ class Pipeline {
   std::vector<FrameTask> tasks_;
   size_t next_task_ = 0;
   int readers_left_ = 0;
-  std::mutex task_m_, summary_m_, event_m_;
+  std::mutex task_m_, summary_m_, event_m_, abort_m_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> aborted_{false};  // abort(): a callback or a pipeline thread threw
+  std::string abort_why_;             // under abort_m_
+  bool callback_failed_ = false;      // under event_m_
   std::pair<size_t, int> stop_at_{SIZE_MAX, INT_MAX};
   std::set<size_t> keyed_clips_;  // clips with a frame written by this run
   std::set<std::pair<size_t, std::string>> warned_;  // first failing frame (on_error stop)

@@ -2,6 +2,7 @@
 
 #include <corridorkey/errors.h>
 
+#include "config/option_table.h"
 #include "io/image_io.h"
 #include "io/video_writer.h"
 
@@ -14,11 +15,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fps_text(double fps) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", fps);
-  return b;
-}
+// %g in the classic locale: ffmpeg reads "23.976", never a host locale's "23,976".
+std::string fps_text(double fps) { return config::format_real(fps); }
 
 struct VideoJob {
   const char* name;  // Comp | Matte | FG

@@ -4,6 +4,7 @@
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
 
+#include "config/log.h"
 #include "runtime/engine_impl.h"
 #include "runtime/frame_tensors.h"
 #include "runtime/global_switches.h"
@@ -15,7 +16,6 @@
 #include "timing.h"
 
 #include <chrono>
-#include <iostream>
 #include <filesystem>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -87,7 +87,7 @@ FrameResult BaseEngine::process_frame(const ImageView& plate_in, const ImageView
   });
   res.timings.preprocess_ms = ms_since(t0);
   auto run = I.infer(x);
-  for (const auto& w : run.warnings) std::cerr << "corridorkey: warning: " << w << "\n";
+  for (const auto& w : run.warnings) detail::log(LogLevel::Warning, w);
   detail::check_finite_outputs(run, "process_frame");
   const uint64_t run_peaks[3] = {run.encoder_peak, run.decoders_peak, run.refiner_peak};
   res.timings.encoder_ms = run.timings.encoder_ms;

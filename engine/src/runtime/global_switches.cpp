@@ -1,21 +1,14 @@
 #include "runtime/global_switches.h"
 
 #include "config/cpu_limit.h"
+#include "config/log.h"
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
-#include <iostream>
 #include <mutex>
 
 namespace corridorkey::detail {
-namespace {
-void note(std::string& notes, const std::string& line) {
-  notes += line + "\n";
-  std::cerr << "corridorkey: " << line << "\n";
-}
-}  // namespace
-
 void apply_global_switches(const EngineOptions& o, bool uses_cuda, std::string& notes) {
   static std::mutex m;
   static bool applied = false;

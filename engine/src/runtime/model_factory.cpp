@@ -3,11 +3,11 @@
 #include <corridorkey/errors.h>
 
 #include "model/random_weights.h"
+#include "config/log.h"
 #include "runtime/memory.h"
 #include "runtime/tune_plan.h"
 
 #include <atomic>
-#include <iostream>
 
 namespace corridorkey::detail {
 namespace {
@@ -48,8 +48,7 @@ uint64_t checkpoint_loads() { return g_checkpoint_loads.load(); }
 
 BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, std::string& notes) {
   auto note = [&](const std::string& line) {
-    notes += line + "\n";
-    std::cerr << "corridorkey: " << line << "\n";
+    detail::note(notes, line);
   };
   BuiltRunner b;
   EngineOptions resolved = opt;  // with what the measured plan decided

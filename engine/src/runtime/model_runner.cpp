@@ -3,6 +3,7 @@
 #include <corridorkey/errors.h>
 #include <corridorkey/system.h>
 
+#include "config/log.h"
 #include "runtime/memory.h"
 #include "timing.h"
 #include "attention_cpu.h"
@@ -20,7 +21,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <iostream>
 #include <mutex>
 
 namespace corridorkey::detail {
@@ -35,11 +35,6 @@ torch::ScalarType to_dtype(Precision p) {
     case Precision::BFloat16: return torch::kBFloat16;
     default: return torch::kFloat;
   }
-}
-
-void note(std::string& notes, const std::string& line) {
-  notes += line + "\n";
-  std::cerr << "corridorkey: " << line << "\n";
 }
 
 /// RAII autocast for one device type.

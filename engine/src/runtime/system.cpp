@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <locale>
 #include <sstream>
 #ifdef CK_WITH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -45,6 +46,7 @@ CpuFeatures cpu_features() {
         for (unsigned char ch : flags) h = (h ^ ch) * 1099511628211ull;  // cache keys' form)
         c.flags_hash = static_cast<uint32_t>(h & 0xffffffffu);
         std::istringstream words(flags);
+        words.imbue(std::locale::classic());  // numbers in every locale
         for (std::string w; words >> w;) {
           c.avx2 |= w == "avx2";
           c.avx512 |= w == "avx512f";
@@ -61,6 +63,7 @@ CpuFeatures cpu_features() {
 
 std::string CpuFeatures::identity() const {
   std::ostringstream s;
+  s.imbue(std::locale::classic());  // no digit grouping in the hash, in any locale
   s << (model_name.empty() ? "unknown cpu" : model_name) << " (family " << family << " model "
     << model << " stepping " << stepping << ", flags " << std::hex << flags_hash << ")";
   return s.str();

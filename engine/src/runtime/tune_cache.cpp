@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <locale>
 #include <sstream>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -30,6 +31,7 @@ const TuneDecision* TunePlan::find(const std::string& option) const {
 
 std::string TunePlan::summary() const {
   std::ostringstream s;
+  s.imbue(std::locale::classic());  // numbers in every locale
   for (const auto& d : decisions) {
     s << d.option << " " << d.value << " (" << d.source;
     if (!d.why.empty()) s << ": " << d.why;
@@ -63,6 +65,7 @@ std::atomic<bool> g_warned_unwritable{false};
 
 std::string plan_json(const TunePlan& p) {
   std::ostringstream s;
+  s.imbue(std::locale::classic());  // numbers in every locale
   s << "{\"origin\": " << json::quote(p.origin == "cache" ? "trials" : p.origin)
     << ", \"trial_ms\": " << p.trial_ms << ", \"decisions\": [";
   for (size_t i = 0; i < p.decisions.size(); ++i) {
@@ -269,6 +272,7 @@ bool tune_cache_store(const TunePlan& plan, std::string& warning) {
   if (st.exists && (st.error == "is a directory" || st.error == "is not a regular file"))
     return fail("the path " + st.error + "; it is left as it is");
   std::ostringstream out;
+  out.imbue(std::locale::classic());  // numbers in every locale
   out << "{\"version\": 1, \"plans\": {\n";
   bool first = true;
   for (const auto& [k, text] : st.raw) {

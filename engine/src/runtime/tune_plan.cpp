@@ -5,6 +5,8 @@
 #include <corridorkey/version.h>
 
 #include "attention_cpu.h"
+#include "config/log.h"
+#include "config/option_table.h"
 #include "model/decoder_head.h"
 #include "model/hiera.h"
 #include "model/json_reader.h"
@@ -23,9 +25,9 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
-#include <iostream>
 #include <map>
 #include <mutex>
+#include <locale>
 #include <sstream>
 #include <thread>
 
@@ -56,8 +58,9 @@ double time_ms(const std::string& candidate, int warmup, int reps, const std::fu
     best = std::min(best, timing::ms_since(t0));
   }
   if (verbose)
-    std::cerr << "corridorkey: tune trial " << candidate << ": best " << best << " ms, "
-              << timing::ms_since(t_all) << " ms with warm-up\n";
+    detail::log(LogLevel::Debug, "tune trial " + candidate + ": best " + config::format_real(best) +
+                                     " ms, " + config::format_real(timing::ms_since(t_all)) +
+                                     " ms with warm-up");
   return best;
 }
 
@@ -188,10 +191,7 @@ struct Trials {
   }
 };
 
-void note_line(std::string& notes, const std::string& line) {
-  notes += line + "\n";
-  std::cerr << "corridorkey: " << line << "\n";
-}
+void note_line(std::string& notes, const std::string& line) { detail::note(notes, line); }
 
 /// Faster by more than this share, or the more exact / simpler candidate stays: single
 /// trials on a shared machine vary by a few percent.
@@ -208,6 +208,7 @@ void inject_trial_delay(const std::string& candidate, double ms) {
 std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg,
                      const torch::Device& device) {
   std::ostringstream k;
+  k.imbue(std::locale::classic());  // numbers in every locale
   const auto& e = cfg.encoder;
   k << "engine " << CORRIDORKEY_VERSION_STRING << "; torch " << TORCH_VERSION << "; "
     << (device.is_cpu() ? cpu_identity() : device.str()) << "; threads " << at::get_num_threads()
