@@ -32,7 +32,8 @@ apt_pkgs=(build-essential cmake ninja-build ccache git pkg-config python3-venv
           nlohmann-json3-dev
           slurm-wlm munge    # a real single-node Slurm for the farm-export tests
           clang libclang-rt-14-dev   # libFuzzer + sanitizers (scripts/fuzz.sh)
-          ffmpeg)   # ProRes 4444 deliverables and the reference's H.264 settings (video_out)
+          ffmpeg     # ProRes 4444 deliverables and the reference's H.264 settings (video_out)
+          locales)   # locale sources: test_locale.cpp builds de_DE.UTF-8 with localedef
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
