@@ -56,15 +56,6 @@ def matte_path(root: str, clip: str, stem: str) -> str:
     return f"{root}/{name}/Matte/{stem}.exr"
 
 
-def panel(x: np.ndarray, label: str, width: int = 320) -> np.ndarray:
-    h = int(round(width * x.shape[0] / x.shape[1]))
-    im = cv2.resize(ev.strip(x), (width, h), interpolation=cv2.INTER_AREA)
-    im = (im * 255 + 0.5).astype(np.uint8)[..., ::-1].copy()
-    for colour, thick in (((0, 0, 0), 3), ((255, 255, 255), 1)):
-        cv2.putText(im, label, (6, 16), cv2.FONT_HERSHEY_SIMPLEX, 0.45, colour, thick, cv2.LINE_AA)
-    return im
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clip", action="append", required=True, help="clip folder with GT/alpha (repeatable)")
@@ -126,11 +117,11 @@ def main(argv=None) -> int:
             json.dump(result, f, indent=1)
     if a.picture and pic:
         srgb, mattes, gt = pic
-        panels = [panel(srgb, "plate")]
-        panels += [panel(m, f"matte: {n}") for m, (n, _) in zip(mattes, runs)]
-        panels.append(panel(gt, "truth"))
+        panels = [ev.panel(srgb, "plate")]
+        panels += [ev.panel(m, f"matte: {n}") for m, (n, _) in zip(mattes, runs)]
+        panels.append(ev.panel(gt, "truth"))
         diff = np.clip(np.abs(mattes[-1] - mattes[0]) * 4, 0, 1)
-        panels.append(panel(diff, f"|{runs[-1][0]} - {runs[0][0]}| x4"))
+        panels.append(ev.panel(diff, f"|{runs[-1][0]} - {runs[0][0]}| x4"))
         cv2.imwrite(a.picture, np.concatenate(panels, 1))
         print(f"wrote {a.picture}")
     return 0

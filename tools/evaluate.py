@@ -202,6 +202,16 @@ def strip(img: np.ndarray) -> np.ndarray:
     return np.repeat(a[..., None], 3, 2) if a.ndim == 2 else a
 
 
+def panel(x: np.ndarray, label: str, width: int = 320) -> np.ndarray:
+    """One labelled 8-bit BGR picture panel `width` wide (docs/ strips)."""
+    h = int(round(width * x.shape[0] / x.shape[1]))
+    im = cv2.resize(strip(x), (width, h), interpolation=cv2.INTER_AREA)
+    im = (im * 255 + 0.5).astype(np.uint8)[..., ::-1].copy()
+    for colour, thick in (((0, 0, 0), 3), ((255, 255, 255), 1)):
+        cv2.putText(im, label, (6, 16), cv2.FONT_HERSHEY_SIMPLEX, 0.45, colour, thick, cv2.LINE_AA)
+    return im
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--make-heldout", metavar="DIR", help="write the held-out family clips here and exit")
@@ -254,15 +264,7 @@ def main(argv=None) -> int:
             os.makedirs(a.pictures, exist_ok=True)
             tag = "engine" if a.engine else "reference"
             labels = ("plate (sRGB)", "hint", "chroma key", "model" + (" (engine)" if a.engine else ""), "truth")
-            panels = []
-            for x, label in zip(first, labels):
-                pw = 320
-                ph = int(round(pw * x.shape[0] / x.shape[1]))
-                im = cv2.resize(strip(x), (pw, ph), interpolation=cv2.INTER_AREA)
-                im = (im * 255 + 0.5).astype(np.uint8)[..., ::-1].copy()
-                cv2.putText(im, label, (6, 16), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (0, 0, 0), 3, cv2.LINE_AA)
-                cv2.putText(im, label, (6, 16), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 1, cv2.LINE_AA)
-                panels.append(im)
+            panels = [panel(x, label) for x, label in zip(first, labels)]
             cv2.imwrite(f"{a.pictures}/eval_{name}_{tag}.png", np.concatenate(panels, 1))
     result["pooled"] = {}
     for group, rows in pooled.items():

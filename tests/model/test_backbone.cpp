@@ -10,6 +10,7 @@
 
 #include "model/checkpoint.h"
 #include "model/sample_input.h"
+#include "support/planar.h"
 #include "support/support.h"
 
 using namespace corridorkey;
@@ -27,17 +28,8 @@ EngineOptions tiny256(const std::string& profile) {
   return o;
 }
 
-std::vector<float> seeded(int64_t S) {
-  auto x = model::seeded_input(1, S, 7).contiguous();
-  return {x.data_ptr<float>(), x.data_ptr<float>() + x.numel()};
-}
-
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
-  return m;
-}
+std::vector<float> seeded(int64_t S) { return ck_test::seeded_planar(S, 7); }
+using ck_test::max_diff;
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 
 #include "model/sample_input.h"
 #include "runtime/model_runner.h"
+#include "support/planar.h"
 #include "support/support.h"
 
 #include <cmath>
@@ -29,17 +30,8 @@ EngineOptions tiny(const std::string& profile, int64_t img = 256) {
   return o;
 }
 
-std::vector<float> seeded(int64_t S, uint64_t seed) {
-  auto x = model::seeded_input(1, S, seed).contiguous();
-  return {x.data_ptr<float>(), x.data_ptr<float>() + x.numel()};
-}
-
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
-  return m;
-}
+std::vector<float> seeded(int64_t S, uint64_t seed) { return ck_test::seeded_planar(S, seed); }
+using ck_test::max_diff;
 
 struct Drift {
   double alpha, fg;
