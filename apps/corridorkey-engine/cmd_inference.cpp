@@ -21,26 +21,6 @@ namespace {
 std::atomic<bool> g_cancel{false};
 extern "C" void on_signal(int) { g_cancel = true; }  // async-signal-safe: one atomic store
 
-nlohmann::json stage_json(const StageTimings& t) {
-  return {{"read", t.read_ms},       {"preprocess", t.preprocess_ms}, {"infer", t.infer_ms},
-          {"encoder", t.encoder_ms}, {"decoders", t.decoders_ms},     {"refiner", t.refiner_ms},
-          {"postprocess", t.postprocess_ms}, {"write", t.write_ms}};
-}
-
-nlohmann::json event_json(const PipelineEvent& e) {
-  nlohmann::json j{{"event", to_string(e.kind)}};
-  if (!e.clip.empty()) j["clip"] = e.clip;
-  if (!e.frame.empty()) j["frame"] = e.frame;
-  if (!e.file.empty()) j["file"] = e.file;
-  if (!e.message.empty()) j["message"] = e.message;
-  if (!e.checkpoint.empty()) j["checkpoint"] = e.checkpoint;
-  if (!e.screen.empty()) j["screen"] = e.screen;
-  j["done"] = e.frames_done;
-  j["total"] = e.frames_total;
-  if (e.kind == PipelineEvent::Kind::FrameDone) j["timings_ms"] = stage_json(e.timings);
-  return j;
-}
-
 std::string hms(double s) {
   const int t = static_cast<int>(s + 0.5);
   char b[32];
@@ -96,18 +76,7 @@ void add_inference(CLI::App& app, int& exit_code) {
     const auto sum = run_inference(eo, *job, on_event);
     if (bar) std::fprintf(stderr, "\n");
     if (*json) {
-      nlohmann::json j{{"event", "summary"}, {"clips", sum.clips}, {"frames_total", sum.frames_total},
-                       {"frames_done", sum.frames_done}, {"frames_skipped", sum.frames_skipped},
-                       {"frames_failed", sum.frames_failed}, {"videos_written", sum.videos_written},
-                       {"videos_failed", sum.videos_failed}, {"failures", sum.failures},
-                       {"interrupted", sum.interrupted}, {"wall_ms", sum.wall_ms},
-                       {"device", sum.engine.device}, {"checkpoint", sum.engine.checkpoint},
-                       {"infer_wait_ms", sum.infer_wait_ms},
-                       {"stage_ms", stage_json(sum.stage_sums)},
-                       {"clip_models", nlohmann::json::array()}};
-      for (const auto& m : sum.clip_models)
-        j["clip_models"].push_back({{"clip", m.clip}, {"checkpoint", m.checkpoint},
-                                    {"screen", m.screen}, {"swapped", m.swapped}});
+      nlohmann::json j = summary_json(sum);
       events.line(j);
     } else if (!*quiet) {
       const double n = std::max(1, sum.frames_done);

@@ -127,14 +127,54 @@ void EventStream::line(const nlohmann::json& j) {
   }
 }
 
+ExitClass exit_class(const std::exception& e) {
+  if (dynamic_cast<const ConfigError*>(&e)) return {"usage", kUsage};
+  if (dynamic_cast<const IoError*>(&e)) return {"input", kInput};
+  if (dynamic_cast<const DeviceError*>(&e)) return {"device", kModel};
+  if (dynamic_cast<const ModelError*>(&e)) return {"model", kModel};
+  return {"failure", kFailure};
+}
+
 nlohmann::json error_event(const std::exception& e) {
-  std::string kind = "failure";
-  int code = kFailure;
-  if (dynamic_cast<const ConfigError*>(&e)) kind = "usage", code = kUsage;
-  else if (dynamic_cast<const IoError*>(&e)) kind = "input", code = kInput;
-  else if (dynamic_cast<const ModelError*>(&e) || dynamic_cast<const DeviceError*>(&e))
-    kind = "model", code = kModel;
-  return {{"event", "error"}, {"kind", kind}, {"exit_code", code}, {"message", e.what()}};
+  auto c = exit_class(e);
+  const std::string kind = c.kind == std::string("device") ? "model" : c.kind;  // the stream's four kinds
+  return {{"event", "error"}, {"kind", kind}, {"exit_code", c.exit_code}, {"message", e.what()}};
+}
+
+nlohmann::json stage_json(const StageTimings& t) {
+  return {{"read", t.read_ms},       {"preprocess", t.preprocess_ms}, {"infer", t.infer_ms},
+          {"encoder", t.encoder_ms}, {"decoders", t.decoders_ms},     {"refiner", t.refiner_ms},
+          {"postprocess", t.postprocess_ms}, {"write", t.write_ms}};
+}
+
+nlohmann::json event_json(const PipelineEvent& e) {
+  nlohmann::json j{{"event", to_string(e.kind)}};
+  if (!e.clip.empty()) j["clip"] = e.clip;
+  if (!e.frame.empty()) j["frame"] = e.frame;
+  if (!e.file.empty()) j["file"] = e.file;
+  if (!e.message.empty()) j["message"] = e.message;
+  if (!e.checkpoint.empty()) j["checkpoint"] = e.checkpoint;
+  if (!e.screen.empty()) j["screen"] = e.screen;
+  j["done"] = e.frames_done;
+  j["total"] = e.frames_total;
+  if (e.kind == PipelineEvent::Kind::FrameDone) j["timings_ms"] = stage_json(e.timings);
+  return j;
+}
+
+nlohmann::json summary_json(const JobSummary& sum) {
+  nlohmann::json j{{"event", "summary"}, {"clips", sum.clips}, {"frames_total", sum.frames_total},
+                   {"frames_done", sum.frames_done}, {"frames_skipped", sum.frames_skipped},
+                   {"frames_failed", sum.frames_failed}, {"videos_written", sum.videos_written},
+                   {"videos_failed", sum.videos_failed}, {"failures", sum.failures},
+                   {"interrupted", sum.interrupted}, {"wall_ms", sum.wall_ms},
+                   {"device", sum.engine.device}, {"checkpoint", sum.engine.checkpoint},
+                   {"infer_wait_ms", sum.infer_wait_ms},
+                   {"stage_ms", stage_json(sum.stage_sums)},
+                   {"clip_models", nlohmann::json::array()}};
+  for (const auto& m : sum.clip_models)
+    j["clip_models"].push_back({{"clip", m.clip}, {"checkpoint", m.checkpoint},
+                                {"screen", m.screen}, {"swapped", m.swapped}});
+  return j;
 }
 
 }  // namespace corridorkey::cli

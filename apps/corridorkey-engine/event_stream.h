@@ -10,6 +10,8 @@
 //    and the exit code stays the frames'.
 #pragma once
 
+#include <corridorkey/pipeline.h>
+
 #include <nlohmann/json.hpp>
 
 #include <exception>
@@ -34,5 +36,20 @@ class EventStream {
 /// {"event":"error","kind":"usage|input|model|failure","exit_code":N,"message":...}, with
 /// the exit code main() returns for that error.
 nlohmann::json error_event(const std::exception& e);
+
+/// How main() classes an exception: usage (ConfigError, exit 2), input (IoError, 3), model
+/// (ModelError, 4), device (DeviceError, 4), failure (anything else, 1).
+struct ExitClass {
+  const char* kind;
+  int exit_code;
+};
+ExitClass exit_class(const std::exception& e);
+
+/// A pipeline event as one `--json` object ({"event":"frame_done","clip":...}); `serve`
+/// sends the same objects as clip.event notifications.
+nlohmann::json event_json(const PipelineEvent& e);
+nlohmann::json stage_json(const StageTimings& t);
+/// The run's summary ({"event":"summary",...}): the last `--json` line, clip.key's result.
+nlohmann::json summary_json(const JobSummary& sum);
 
 }  // namespace corridorkey::cli

@@ -3,6 +3,7 @@
 // from memory with the bundled checkpoint and checks what it gets back.
 #include <corridorkey/engine.h>
 #include <corridorkey/errors.h>
+#include <corridorkey/frame.h>
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
 #include <corridorkey/tune.h>

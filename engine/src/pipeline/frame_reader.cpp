@@ -63,7 +63,8 @@ Image generate_hint(const ClipPlan& p, const Image& plate, const std::string& st
   Image hint = chroma_hint(srgb->view(), p.screen, p.hint_options);
   for (auto& v : hint.pixels) v = static_cast<float>(std::lround(v * 255.f)) / 255.f;
   check_backing_found(p, hint, file);
-  io::write_png8(p.hint_file(stem).string(), hint, /*round=*/true);
+  if (!p.out.empty())  // a single frame (key_frame) has no output folder: the caller writes it
+    io::write_png8(p.hint_file(stem).string(), hint, /*round=*/true);
   return hint;
 }
 
@@ -77,9 +78,8 @@ std::string hint_source(const ClipPlan& p, int index) {
 
 }  // namespace
 
-ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
-                              const std::string& file, double read_ms) const {
-  const auto& p = plans_[ci];
+ReadItem prepare_frame(const ClipPlan& p, size_t ci, int index, Image plate, Image hint,
+                       const std::string& file, double read_ms, Image* generated_hint) {
   ReadItem it;
   it.clip = ci;
   it.index = index;
@@ -102,7 +102,10 @@ ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
     it.warnings.push_back(hint_source(p, index) + ": " + std::to_string(bad) +
                           " NaN/Inf samples in the hint set to 0");
   for (auto& v : plate.pixels) v = std::max(v, 0.f);  // EXR negatives clamped (reference)
-  if (p.generate_hint) hint = generate_hint(p, plate, it.stem, file);
+  if (p.generate_hint) {
+    hint = generate_hint(p, plate, it.stem, file);
+    if (generated_hint) *generated_hint = hint;
+  }
   if (p.swap_gb) swap_green_blue(plate);  // after the hint: it keys the plate as shot
   const double ar_p = static_cast<double>(plate.width) / plate.height;
   const double ar_h = static_cast<double>(hint.width) / hint.height;
@@ -126,6 +129,11 @@ ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
   });
   it.timings.preprocess_ms = ms_since(t);
   return it;
+}
+
+ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
+                              const std::string& file, double read_ms) const {
+  return prepare_frame(plans_[ci], ci, index, std::move(plate), std::move(hint), file, read_ms);
 }
 
 ReadItem FrameReader::read_frame(size_t ci, int index) const {

@@ -9,6 +9,13 @@
 
 namespace corridorkey::pipeline {
 
+/// One frame's pre-processing, as the clip's plan says: NaN / Inf to 0 (warned), negatives
+/// clamped, grey plates to RGB, the hint generated (and written to <out>/AlphaHint/ when
+/// the plan has an output folder; copied to *generated_hint when given), green and blue
+/// swapped, both resized to the model's size. Throws IoError naming `file`.
+ReadItem prepare_frame(const ClipPlan& plan, size_t clip, int index, Image plate, Image hint,
+                       const std::string& file, double read_ms, Image* generated_hint = nullptr);
+
 class FrameReader {
  public:
   /// Each clip is pre-processed to its own model's size (ClipPlan::model_size).

@@ -1,5 +1,7 @@
 #include "pipeline/frame_writer.h"
 
+#include <corridorkey/frame.h>
+
 #include "timing.h"
 
 namespace corridorkey::pipeline {
@@ -14,25 +16,25 @@ void FrameWriter::write(const ClipPlan& plan, const std::string& stem, int width
                         const Image& alpha_model, const Image& fg_model,
                         StageTimings& timings) const {
   auto t = Clock::now();
-  const Image alpha = post::resize_lanczos(alpha_model, width, height);
-  Image fg = post::resize_lanczos(fg_model, width, height);
-  if (plan.swap_gb) swap_green_blue(fg);  // keyed swapped: back to the plate's channel order
-  post::PostResult pr;
-  if (job_.processed || job_.comp) {
-    auto po = post_;
-    po.blue_backing = plan.screen.screen == Screen::Blue;  // despill the backing's channel
-    pr = post::finish(alpha, fg, po);
-  }
+  RawFrame raw;
+  raw.alpha = post::resize_lanczos(alpha_model, width, height);
+  raw.fg = post::resize_lanczos(fg_model, width, height);
+  if (plan.swap_gb) swap_green_blue(raw.fg);  // keyed swapped: back to the plate's channel order
+  PostSettings ps;
+  ps.despeckle = post_.despeckle;
+  ps.despeckle_size = post_.despeckle_size;
+  ps.despill_strength = post_.despill_strength;
+  ps.backing = plan.screen.screen == Screen::Blue ? Screen::Blue : Screen::Green;
+  const auto done = finish_frame(raw, ps, job_.processed, job_.comp);
   timings.postprocess_ms = ms_since(t);
   t = Clock::now();
   const auto out = outputs_for(plan, job_, stem);
-  if (!out.fg.empty()) io::write_exr(out.fg, fg, "RGB", compression_);
-  if (!out.matte.empty()) io::write_exr(out.matte, alpha, "Y", compression_);
-  if (!out.processed.empty()) io::write_exr(out.processed, pr.processed, "RGBA", compression_);
-  if (!out.comp.empty()) {
-    if (job_.comp_format == "png") io::write_png8(out.comp, pr.comp);
-    else io::write_exr(out.comp, pr.comp, "RGB", compression_);
-  }
+  const char* compression = io::to_string(compression_);
+  if (!out.fg.empty()) write_frame_output(FrameOutput::Fg, out.fg, raw.fg, compression);
+  if (!out.matte.empty()) write_frame_output(FrameOutput::Matte, out.matte, raw.alpha, compression);
+  if (!out.processed.empty())
+    write_frame_output(FrameOutput::Processed, out.processed, done.processed, compression);
+  if (!out.comp.empty()) write_frame_output(FrameOutput::Comp, out.comp, done.comp, compression);
   timings.write_ms = ms_since(t);
 }
 

@@ -1,0 +1,283 @@
+// frame.key, frame.repost and clip.key. Parameters are checked on the reader thread, before
+// anything is queued, so a malformed request is answered at once; the work itself runs on
+// the model's worker (frame.repost on the reader: post-processing only, no model).
+#include "serve/server_impl.h"
+
+#include "event_stream.h"
+
+#include <corridorkey/errors.h>
+#include <corridorkey/option_fields.h>
+#include <corridorkey/pipeline.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+namespace corridorkey::serve {
+namespace {
+
+/// InferenceOptions fields that mean something for one frame.
+const std::set<std::string>& frame_inference_keys() {
+  static const std::set<std::string> k = {"color", "screen", "hint_erode", "hint_blur",
+                                          "backing_check", "max_pixels", "exr_compression"};
+  return k;
+}
+
+ImageArg image_arg(const json& params, const char* key, const std::string& method) {
+  ImageArg a;
+  auto it = params.find(key);
+  if (it == params.end() || it->is_null()) return a;
+  const std::string what = method + ": " + key;
+  if (it->is_string()) {
+    a.path = it->get<std::string>();
+    if (a.path.empty()) throw RpcError(kInvalidParams, what + ": an empty path");
+  } else if (it->is_object() && it->contains("shm")) {
+    a.shm = parse_shm(*it, what);
+  } else {
+    throw RpcError(kInvalidParams, what + " must be a path (string) or a shared-memory block "
+                                          "({\"shm\": NAME, \"width\", \"height\", \"channels\", "
+                                          "\"type\", \"stride\"}), got " + std::string(it->type_name()));
+  }
+  return a;
+}
+
+std::string lower_ext(const std::string& path) {
+  std::string e = std::filesystem::path(path).extension().string();
+  for (auto& ch : e) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return e;
+}
+
+std::vector<OutputArg> output_args(const json& params, const std::string& method) {
+  std::vector<OutputArg> out;
+  auto it = params.find("outputs");
+  if (it == params.end() || it->is_null()) return out;
+  if (!it->is_object())
+    throw RpcError(kInvalidParams, method + ": \"outputs\" must be an object ({\"matte\": PATH, \"fg\": "
+                                            "PATH, \"processed\": PATH, \"comp\": PATH, \"hint\": PATH})");
+  for (const auto& [k, v] : it->items()) {
+    OutputArg o;
+    int channels = 3;
+    std::string formats;
+    if (k == "matte") o.kind = FrameOutput::Matte, channels = 1, formats = ".exr";
+    else if (k == "fg") o.kind = FrameOutput::Fg, formats = ".exr";
+    else if (k == "processed") o.kind = FrameOutput::Processed, channels = 4, formats = ".exr";
+    else if (k == "comp") o.kind = FrameOutput::Comp, formats = ".png or .exr";
+    else if (k == "hint") o.kind = FrameOutput::Hint, channels = 1, formats = ".png";
+    else
+      throw RpcError(kInvalidParams, method + ": unknown output '" + k +
+                                         "' (expected matte, fg, processed, comp or hint)");
+    o.where = image_arg(*it, k.c_str(), method + ": outputs");
+    if (!o.where.given()) continue;
+    if (o.where.shm && o.where.shm->channels != channels)
+      throw RpcError(kInvalidParams, method + ": outputs: " + k + " has " + std::to_string(channels) +
+                                         " channel(s); the shared-memory block states " +
+                                         std::to_string(o.where.shm->channels));
+    if (!o.where.shm) {  // refused now, not after the model has run for seconds
+      const auto e = lower_ext(o.where.path);
+      if (formats.find(e.empty() ? "?" : e) == std::string::npos)
+        throw ConfigError(o.where.path + ": " + k + " is written as " + formats + "; name the file so");
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+bool wants(const std::vector<OutputArg>& outs, FrameOutput k) {
+  return std::any_of(outs.begin(), outs.end(), [&](const OutputArg& o) { return o.kind == k; });
+}
+
+json timings_json(const StageTimings& t, double queue_ms) {
+  return {{"queue_ms", queue_ms},          {"read_ms", t.read_ms},       {"preprocess_ms", t.preprocess_ms},
+          {"encoder_ms", t.encoder_ms},    {"decoders_ms", t.decoders_ms}, {"refiner_ms", t.refiner_ms},
+          {"infer_ms", t.infer_ms},        {"postprocess_ms", t.postprocess_ms},
+          {"write_ms", t.write_ms},        {"total_ms", t.total_ms}};
+}
+
+/// Post-processes what the outputs need and writes them; fills postprocess_ms / write_ms.
+json write_outputs(const RawFrame& raw, const PostSettings& ps, const std::vector<OutputArg>& outs,
+                   const std::string& compression, StageTimings& t, const std::string& method,
+                   const std::function<bool()>& cancelled) {
+  auto t0 = Clock::now();
+  const auto done = finish_frame(raw, ps, wants(outs, FrameOutput::Processed), wants(outs, FrameOutput::Comp));
+  t.postprocess_ms += ms_since(t0);
+  if (cancelled()) throw RpcError(kCancelled, method + ": cancelled; no output written");
+  t0 = Clock::now();
+  json written = json::object();
+  for (const auto& o : outs) {
+    const Image& im = o.kind == FrameOutput::Matte       ? raw.alpha
+                      : o.kind == FrameOutput::Fg        ? raw.fg
+                      : o.kind == FrameOutput::Processed ? done.processed
+                      : o.kind == FrameOutput::Comp      ? done.comp
+                                                         : raw.hint;
+    if (o.where.shm) write_shm(*o.where.shm, im, method + ": outputs: " + to_string(o.kind));
+    else write_frame_output(o.kind, o.where.path, im, compression);
+    written[to_string(o.kind)] = o.where.shm ? o.where.shm->name : o.where.path;
+  }
+  t.write_ms += ms_since(t0);
+  return written;
+}
+
+/// The post-processing settings of the params on top of `base` (what the frame was keyed
+/// with, or the model's): despill, despeckle, despeckle_size by their profile names.
+EngineOptions post_options(EngineOptions base, const json& params, const std::string& method) {
+  for (const auto& [k, v] : params.items())
+    if (is_post_key(k)) set_engine_option(base, k, scalar_text(v, k, method), method);
+  return base;
+}
+
+json frame_result(const std::string& frame_id, const std::string& job_id, const std::string& model_id,
+                  const RawFrame& raw, json written, const StageTimings& t, double queue_ms,
+                  bool cached) {
+  return {{"frame_id", frame_id},
+          {"job_id", job_id},
+          {"model_id", model_id},
+          {"width", raw.alpha.width},
+          {"height", raw.alpha.height},
+          {"backing", to_string(raw.backing)},
+          {"swapped", raw.swapped},
+          {"linear", raw.linear},
+          {"checkpoint", raw.checkpoint},
+          {"outputs", std::move(written)},
+          {"cached", cached},
+          {"warnings", raw.warnings},
+          {"timings", timings_json(t, queue_ms)}};
+}
+
+}  // namespace
+
+std::function<json(Job&)> Server::frame_key(const json& params, const std::shared_ptr<ModelSlot>& s) {
+  const std::string method = "frame.key";
+  static const std::set<std::string> own = {"plate", "hint", "outputs", "model", "job_id"};
+  InferenceOptions io;  // the per-frame settings, parsed by the inference table
+  for (const auto& [k, v] : params.items()) {
+    if (own.count(k) || is_engine_key(k)) continue;
+    if (!frame_inference_keys().count(k))
+      throw RpcError(kInvalidParams, method + ": unknown parameter '" + k +
+                                         "' (expected plate, hint, outputs, model, job_id, screen, color, "
+                                         "hint_erode, hint_blur, backing_check, max_pixels, "
+                                         "exr_compression, or an engine setting by its profile name)");
+    set_inference_option(io, k, scalar_text(v, k, method), method);
+  }
+  auto plate = image_arg(params, "plate", method);
+  if (!plate.given()) throw RpcError(kInvalidParams, method + ": \"plate\" is required (a path or a shared-memory block)");
+  auto hint = image_arg(params, "hint", method);
+  auto outs = output_args(params, method);
+  if (hint.given() && wants(outs, FrameOutput::Hint))
+    throw RpcError(kInvalidParams, method + ": outputs: hint is the generated hint; this request gives one");
+  FrameSettings fs;
+  fs.color = io.color;
+  fs.screen = io.screen;
+  fs.hint.erode = io.hint_erode;
+  fs.hint.blur = io.hint_blur;
+  fs.backing_check = io.backing_check;
+  fs.max_pixels = io.max_pixels;
+  const EngineOptions post = post_options(s->opt, params, method);
+  const std::string compression = io.exr_compression;
+  return [this, s, plate, hint, outs, fs, post, compression, method](Job& job) {
+    const double queue_ms = ms_since(job.queued_at);
+    const bool cached = s->engine != nullptr;
+    ensure_loaded(*s);
+    FrameSource src;
+    src.plate_file = plate.name();
+    if (plate.shm) src.plate = read_shm(*plate.shm, method + ": plate");
+    if (hint.given()) src.hint_file = hint.name();
+    if (hint.shm) src.hint = read_shm(*hint.shm, method + ": hint");
+    RawFrame raw = key_frame(*s->engine, s->blue.get(), std::move(src), fs);
+    const PostSettings ps = post_settings(post, raw.backing);
+    StageTimings t = raw.timings;
+    const auto t_total = Clock::now();
+    json written = write_outputs(raw, ps, outs, compression, t, method, [&] { return job.cancelled(); });
+    t.total_ms += ms_since(t_total);
+    const std::string frame_id = "f" + std::to_string(next_id_++);
+    auto entry = std::make_shared<CachedFrame>();
+    entry->post = post;
+    entry->model_id = s->id;
+    entry->exr_compression = compression;
+    json result = frame_result(frame_id, job.id, s->id, raw, std::move(written), t, queue_ms, cached);
+    entry->raw = std::move(raw);
+    result["repost"] = cache_.put(frame_id, std::move(entry));  // false: too large for --cache-mb
+    return result;
+  };
+}
+
+json Server::frame_repost(const json& params) {
+  const std::string method = "frame.repost";
+  static const std::set<std::string> own = {"frame_id", "outputs", "screen", "exr_compression"};
+  for (const auto& [k, v] : params.items())
+    if (!own.count(k) && !is_post_key(k))
+      throw RpcError(kInvalidParams, method + ": unknown parameter '" + k +
+                                         "' (expected frame_id, outputs, despill, despeckle, "
+                                         "despeckle_size, screen, exr_compression)");
+  const auto id = param_string(params, "frame_id", method);
+  if (id.empty()) throw RpcError(kInvalidParams, method + ": \"frame_id\" is required (frame.key returns it)");
+  auto f = cache_.get(id);
+  if (!f)
+    throw RpcError(kUnknownFrame, method + ": no cached frame '" + id +
+                                      "' (never keyed here, or evicted: the cache keeps the last " +
+                                      std::to_string(cache_.limit_bytes() >> 20) +
+                                      " MiB of raw outputs, --cache-mb)");
+  auto outs = output_args(params, method);
+  if (wants(outs, FrameOutput::Hint) && f->raw.hint.empty())
+    throw RpcError(kInvalidParams, method + ": outputs: hint: frame '" + id + "' was keyed with a given hint");
+  const auto t0 = Clock::now();
+  const EngineOptions post = post_options(f->post, params, method);
+  Screen backing = f->raw.backing;
+  if (has_param(params, "screen")) {  // which channel despill acts on
+    const auto sc = param_string(params, "screen", method);
+    if (sc != "green" && sc != "blue")
+      throw RpcError(kInvalidParams, method + ": \"screen\" must be green or blue, got '" + sc + "'");
+    backing = sc == "blue" ? Screen::Blue : Screen::Green;
+  }
+  std::string compression = param_string(params, "exr_compression", method, f->exr_compression);
+  StageTimings t;
+  json written = write_outputs(f->raw, post_settings(post, backing), outs, compression, t, method,
+                               [] { return false; });
+  t.total_ms = ms_since(t0);
+  RawFrame shape;  // the result names the frame as frame.key did
+  shape.alpha.width = f->raw.alpha.width, shape.alpha.height = f->raw.alpha.height;
+  shape.backing = backing, shape.swapped = f->raw.swapped, shape.linear = f->raw.linear;
+  shape.checkpoint = f->raw.checkpoint;
+  json r = frame_result(id, "", f->model_id, shape, std::move(written), t, 0, true);
+  r.erase("job_id");
+  return r;
+}
+
+std::function<json(Job&)> Server::clip_key(const json& params, const std::shared_ptr<ModelSlot>& s) {
+  const std::string method = "clip.key";
+  InferenceOptions io;
+  auto it = params.find("paths");
+  if (it == params.end()) it = params.find("path");
+  if (it != params.end() && it->is_string()) io.paths.push_back(it->get<std::string>());
+  else if (it != params.end() && it->is_array())
+    for (const auto& p : *it) {
+      if (!p.is_string()) throw RpcError(kInvalidParams, method + ": \"paths\" must hold strings");
+      io.paths.push_back(p.get<std::string>());
+    }
+  if (io.paths.empty())
+    throw RpcError(kInvalidParams, method + ": \"paths\" is required (clip folders or clips roots)");
+  static const std::set<std::string> own = {"paths", "path", "model", "job_id"};
+  for (const auto& [k, v] : params.items()) {
+    if (own.count(k) || is_engine_key(k)) continue;
+    set_inference_option(io, k, scalar_text(v, k, method), method);  // unknown keys: ConfigError
+  }
+  validate_inference_options(io, method);
+  return [s, io](Job& job) mutable {
+    ensure_loaded(*s);
+    io.cancel = &job.stop_clip;
+    auto conn = job.conn;
+    const std::string id = job.id;
+    const auto sum = run_inference(*s->engine, s->blue.get(), io, [conn, id](const PipelineEvent& e) {
+      json ev = cli::event_json(e);
+      ev["job_id"] = id;
+      conn->send(notification("clip.event", std::move(ev)));
+    });
+    json r = cli::summary_json(sum);
+    r.erase("event");
+    r["job_id"] = id;
+    r["model_id"] = s->id;
+    r["cancelled"] = job.stop_clip.load();
+    return r;
+  };
+}
+
+}  // namespace corridorkey::serve

@@ -1,0 +1,524 @@
+#include "serve/server_impl.h"
+
+#include "event_stream.h"
+
+#include <corridorkey/errors.h>
+#include <corridorkey/option_fields.h>
+#include <corridorkey/profile.h>
+#include <corridorkey/version.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <set>
+
+namespace corridorkey::serve {
+
+namespace {
+/// The server's own lines on stderr (stdout carries the protocol in --stdio).
+void say(const std::string& m) { std::fprintf(stderr, "corridorkey-engine serve: %s\n", m.c_str()); }
+}  // namespace
+
+void Conn::send(const json& j) {
+  if (!ch.gone()) ch.write_line(cli::dump_lossless(j));
+}
+
+bool is_post_key(const std::string& k) {
+  return k == "despill" || k == "despeckle" || k == "despeckle_size";
+}
+
+bool is_engine_key(const std::string& k) {
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> s;
+    for (const auto& f : engine_option_fields()) s.insert(f.key);
+    return s;
+  }();
+  return keys.count(k) > 0;
+}
+
+std::string model_key(const EngineOptions& o, bool include_post) {
+  EngineOptions k = o;
+  if (!include_post) {
+    const EngineOptions d;
+    k.despill_strength = d.despill_strength;
+    k.despeckle = d.despeckle;
+    k.despeckle_size = d.despeckle_size;
+  }
+  const std::string text = to_yaml(k);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char b[16];
+  std::snprintf(b, sizeof b, "m%012llx", static_cast<unsigned long long>(h & 0xffffffffffffull));
+  return b;
+}
+
+Server::Server(const ServeConfig& c, const std::atomic<bool>& stop)
+    : cfg_(c), signal_(stop), cache_(static_cast<std::size_t>(std::max<int64_t>(c.cache_mb, 0)) << 20) {}
+
+// ---- models and their workers ------------------------------------------------------
+
+EngineOptions Server::load_options(const json& params, const std::string& method, std::string& profile) {
+  // Without "profile": the server's own options (its --profile and flags); with one: that
+  // profile on the server's device and threads.
+  EngineOptions o = cfg_.base;
+  if (has_param(params, "profile")) {
+    o = load_profile(param_string(params, "profile", method));
+    o.device = cfg_.base.device;
+    o.threads = cfg_.base.threads;
+  }
+  profile = o.profile;
+  o.mmap = false;  // a long-lived process: a checkpoint replaced on disk must not SIGBUS it
+  auto apply = [&](const std::string& k, const json& v, const std::string& where) {
+    if (!is_engine_key(k))
+      throw RpcError(kInvalidParams, where + ": unknown parameter '" + k +
+                                         "' (expected profile, overrides, or an engine setting "
+                                         "by its profile name: checkpoint, checkpoint_blue, device, "
+                                         "img_size, precision, ...; `corridorkey-engine profiles "
+                                         "show` lists them)");
+    set_engine_option(o, k, scalar_text(v, k, method), where);
+  };
+  for (const auto& [k, v] : params.items()) {
+    if (k == "profile") continue;
+    if (k == "overrides") {
+      if (!v.is_object()) throw RpcError(kInvalidParams, method + ": \"overrides\" must be an object");
+      for (const auto& [kk, vv] : v.items()) apply(kk, vv, method + " overrides");
+      continue;
+    }
+    apply(k, v, method);
+  }
+  validate_profile(o, method);
+  return o;
+}
+
+std::shared_ptr<ModelSlot> Server::slot_for(EngineOptions o, const std::string& profile) {
+  const std::string id = model_key(o, /*include_post=*/false);
+  std::lock_guard<std::mutex> l(models_m_);
+  auto& s = models_[id];
+  if (!s) {
+    s = std::make_shared<ModelSlot>();
+    s->id = id;
+    s->profile = profile;
+    s->opt = std::move(o);
+    ModelSlot* raw = s.get();
+    s->worker = std::thread([this, raw] { worker_loop(*raw); });
+  }
+  return s;
+}
+
+std::shared_ptr<ModelSlot> Server::find_slot(const std::string& id) {
+  std::lock_guard<std::mutex> l(models_m_);
+  auto it = models_.find(id);
+  return it == models_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<ModelSlot> Server::model_for(const Conn& c, const json& params, const std::string& method,
+                                             bool post_in_key) {
+  std::shared_ptr<ModelSlot> base;
+  if (has_param(params, "model")) {
+    const auto id = param_string(params, "model", method);
+    base = find_slot(id);
+    if (!base) throw RpcError(kInvalidParams, method + ": no model '" + id + "' (model.load returns a model_id)");
+  } else if (!c.model_id.empty()) {
+    base = find_slot(c.model_id);
+  }
+  if (!base) {
+    std::string profile;
+    base = slot_for(load_options(json::object(), method, profile), profile);
+  }
+  // Engine settings among the params: the same model if they change nothing it was built
+  // with, another one (loaded once, then shared) if they do.
+  EngineOptions o = base->opt;
+  bool changed = false;
+  for (const auto& [k, v] : params.items()) {
+    if (!is_engine_key(k) || (is_post_key(k) && !post_in_key)) continue;
+    set_engine_option(o, k, scalar_text(v, k, method), method);
+    changed = true;
+  }
+  if (!changed) return base;
+  validate_profile(o, method);
+  if (model_key(o, post_in_key) == model_key(base->opt, post_in_key)) return base;
+  if (post_in_key) {  // clip.key with other post settings: its own engine, keyed with them
+    const std::string id = model_key(o, true);
+    std::lock_guard<std::mutex> l(models_m_);
+    auto& s = models_[id];
+    if (!s) {
+      s = std::make_shared<ModelSlot>();
+      s->id = id, s->profile = base->profile, s->opt = o;
+      ModelSlot* raw = s.get();
+      s->worker = std::thread([this, raw] { worker_loop(*raw); });
+    }
+    return s;
+  }
+  return slot_for(o, base->profile);
+}
+
+void Server::ensure_loaded(ModelSlot& s) {
+  if (s.engine) return;
+  const auto t = Clock::now();
+  auto engine = create_engine(s.opt);
+  std::unique_ptr<BaseEngine> blue;
+  if (!s.opt.checkpoint_blue.empty()) {  // blue-backed plates go to the blue-screen model
+    EngineOptions b = s.opt;
+    b.checkpoint = s.opt.checkpoint_blue;
+    b.checkpoint_blue.clear();
+    b.random_weights_arch.clear();
+    b.model_screen = Screen::Blue;
+    try {
+      blue = create_engine(b);
+    } catch (const IoError& e) {
+      throw IoError(std::string("checkpoint_blue: ") + e.what());
+    } catch (const ModelError& e) {
+      throw ModelError(std::string("checkpoint_blue: ") + e.what());
+    }
+  }
+  s.engine = std::move(engine);
+  s.blue = std::move(blue);
+  s.load_ms = ms_since(t);
+  std::lock_guard<std::mutex> l(s.m);
+  s.loaded = true;
+  s.info = s.engine->info();
+}
+
+json Server::load_result(ModelSlot& s, bool cached) {
+  const auto& i = s.engine->info();
+  json j{{"model_id", s.id},
+         {"cached", cached},
+         {"load_ms", cached ? 0.0 : s.load_ms},
+         {"profile", s.profile},
+         {"checkpoint", i.checkpoint},
+         {"device", i.device},
+         {"precision", i.precision},
+         {"img_size", i.img_size},
+         {"backbone_size", i.backbone_size},
+         {"attention", i.attention},
+         {"refiner", i.refiner}};
+  if (s.blue) j["checkpoint_blue"] = s.blue->info().checkpoint;
+  return j;
+}
+
+std::shared_ptr<Job> Server::enqueue(const std::shared_ptr<ModelSlot>& s, const std::shared_ptr<Conn>& c,
+                                     const Request& r, std::function<json(Job&)> run) {
+  auto j = std::make_shared<Job>();
+  j->id = param_string(r.params, "job_id", r.method);
+  if (j->id.empty()) {  // (not "j" + to_string(): g++ 12 warns falsely, -Wrestrict)
+    j->id = "j";
+    j->id += std::to_string(next_id_++);
+  }
+  j->conn = c;
+  j->rpc_id = r.id;
+  j->reply = r.has_id;
+  j->run = std::move(run);
+  {
+    std::lock_guard<std::mutex> l(jobs_m_);
+    auto& slot = jobs_[j->id];
+    if (auto old = slot.lock())
+      throw RpcError(kInvalidParams, r.method + ": job_id '" + j->id + "' is already queued or running");
+    slot = j;
+  }
+  {
+    std::lock_guard<std::mutex> l(s->m);
+    if (s->closing || static_cast<int>(s->queue.size()) >= cfg_.queue_limit) {
+      std::lock_guard<std::mutex> lj(jobs_m_);
+      jobs_.erase(j->id);
+      if (s->closing) throw RpcError(kCancelled, r.method + ": the server is stopping");
+      throw RpcError(kBusy, r.method + ": model " + s->id + " has " + std::to_string(s->queue.size()) +
+                                " requests waiting (--queue-limit " + std::to_string(cfg_.queue_limit) +
+                                "); retry later",
+                     json{{"kind", "busy"}, {"queued", s->queue.size()}});
+    }
+    s->queue.push_back(j);
+  }
+  s->cv.notify_one();
+  return j;
+}
+
+void Server::finish_job(Job& j, const json* result, const std::exception* error) {
+  {
+    std::lock_guard<std::mutex> l(jobs_m_);
+    auto it = jobs_.find(j.id);
+    if (it != jobs_.end() && it->second.lock().get() == &j) jobs_.erase(it);
+  }
+  if (!j.reply) return;
+  if (result) j.conn->send(result_reply(j.rpc_id, *result));
+  else j.conn->send(error_reply(j.rpc_id, *error));
+}
+
+void Server::worker_loop(ModelSlot& s) {
+  for (;;) {
+    std::shared_ptr<Job> j;
+    {
+      std::unique_lock<std::mutex> l(s.m);
+      s.cv.wait(l, [&] { return s.closing || !s.queue.empty(); });
+      if (s.queue.empty()) return;  // closing, and every request received has been answered
+      j = s.queue.front();
+      s.queue.pop_front();
+    }
+    if (j->cancelled()) {
+      const RpcError e(kCancelled, "job " + j->id + " cancelled before it started" +
+                                       (signalled_ ? " (the server is stopping)" : ""));
+      finish_job(*j, nullptr, &e);
+      continue;
+    }
+    j->running = true;
+    try {
+      const json result = j->run(*j);
+      finish_job(*j, &result, nullptr);
+    } catch (const std::exception& e) {
+      finish_job(*j, nullptr, &e);
+    } catch (...) {
+      const RpcError e(kInternal, "job " + j->id + ": an exception that is not a std::exception");
+      finish_job(*j, nullptr, &e);
+    }
+  }
+}
+
+void Server::cancel_jobs(const std::function<bool(Job&)>& which, bool stop_running_clips) {
+  std::lock_guard<std::mutex> l(jobs_m_);
+  for (auto& [id, w] : jobs_)
+    if (auto j = w.lock(); j && which(*j)) {
+      if (!j->running) j->cancel = true;  // not started: it will not start
+      else if (stop_running_clips) j->stop_clip = true;
+    }
+}
+
+// ---- requests -------------------------------------------------------------------------
+
+json Server::engine_info() {
+  json models = json::array();
+  {
+    std::lock_guard<std::mutex> l(models_m_);
+    for (const auto& [id, s] : models_) {
+      std::lock_guard<std::mutex> ls(s->m);
+      json m{{"model_id", id}, {"profile", s->profile}, {"loaded", s->loaded}, {"queued", s->queue.size()},
+             {"checkpoint", s->loaded ? s->info.checkpoint : s->opt.checkpoint}};
+      if (s->loaded)
+        m["info"] = {{"device", s->info.device}, {"precision", s->info.precision},
+                     {"img_size", s->info.img_size}, {"attention", s->info.attention},
+                     {"refiner", s->info.refiner}};
+      models.push_back(m);
+    }
+  }
+  return {{"version", version_string()},
+          {"protocol", 1},
+          {"pid", static_cast<int64_t>(::getpid())},
+          {"listen", cfg_.listen},
+          {"uptime_s", ms_since(started_) / 1000},
+          {"default_checkpoint", default_checkpoint()},
+          {"default_profile", cfg_.base.profile},
+          {"profiles", builtin_profiles()},
+          {"methods", {"engine.info", "model.load", "frame.key", "frame.repost", "clip.key", "job.cancel",
+                       "server.shutdown"}},
+          {"models", models},
+          {"cache", {{"frames", cache_.frames()}, {"mb", cache_.used_bytes() / 1048576.0},
+                     {"limit_mb", cache_.limit_bytes() >> 20}}},
+          {"limits", {{"max_request_bytes", cfg_.max_request_bytes}, {"queue_limit", cfg_.queue_limit}}}};
+}
+
+json Server::job_cancel(const json& params) {
+  const auto id = param_string(params, "job_id", "job.cancel");
+  if (id.empty()) throw RpcError(kInvalidParams, "job.cancel: \"job_id\" is required");
+  std::lock_guard<std::mutex> l(jobs_m_);
+  auto it = jobs_.find(id);
+  auto j = it == jobs_.end() ? nullptr : it->second.lock();
+  if (!j) throw RpcError(kInvalidParams, "job.cancel: no job '" + id + "' is queued or running");
+  const bool running = j->running.load();
+  j->cancel = true;
+  j->stop_clip = true;
+  return {{"job_id", id}, {"cancelled", true}, {"state", running ? "running" : "queued"}};
+}
+
+void Server::dispatch(const std::shared_ptr<Conn>& c, const Request& r) {
+  auto reply = [&](json result) {
+    if (r.has_id) c->send(result_reply(r.id, std::move(result)));
+  };
+  const auto& m = r.method;
+  if (!c->authed) {
+    if (m != "server.auth") {
+      c->drop = true;
+      throw RpcError(kUnauthorized, m + ": unauthorized; the first request on a TCP connection is "
+                                        "server.auth with the token from the server's token file");
+    }
+    const auto token = param_string(r.params, "token", m);
+    if (!same_token(token, token_)) {
+      c->drop = true;
+      throw RpcError(kUnauthorized, "server.auth: wrong token");
+    }
+    c->authed = true;
+    return reply({{"authenticated", true}});
+  }
+  if (m == "server.auth") return reply({{"authenticated", true}});
+  if (m == "engine.info") return reply(engine_info());
+  if (m == "job.cancel") return reply(job_cancel(r.params));
+  if (m == "server.shutdown") {
+    halt_ = true;
+    return reply({{"stopping", true}});
+  }
+  if (m == "frame.repost") return reply(frame_repost(r.params));
+  if (m == "model.load") {
+    std::string profile;
+    auto s = slot_for(load_options(r.params, m, profile), profile);
+    c->model_id = s->id;  // this client's frame.key now defaults to it
+    enqueue(s, c, r, [s](Job&) {
+      const bool cached = s->engine != nullptr;
+      ensure_loaded(*s);
+      return load_result(*s, cached);
+    });
+    return;
+  }
+  if (m == "frame.key") {
+    auto s = model_for(*c, r.params, m, /*post_in_key=*/false);
+    enqueue(s, c, r, frame_key(r.params, s));
+    return;
+  }
+  if (m == "clip.key") {
+    auto s = model_for(*c, r.params, m, /*post_in_key=*/true);
+    enqueue(s, c, r, clip_key(r.params, s));
+    return;
+  }
+  throw RpcError(kMethodNotFound, "unknown method '" + m +
+                                      "' (engine.info, model.load, frame.key, frame.repost, clip.key, "
+                                      "job.cancel, server.shutdown)");
+}
+
+void Server::handle(const std::shared_ptr<Conn>& c, const std::string& line) {
+  json id;  // null until the request's id could be read
+  bool has_id = true;
+  try {
+    const Request r = parse_request(line, &id);
+    has_id = r.has_id;
+    dispatch(c, r);
+  } catch (const std::exception& e) {
+    if (has_id) c->send(error_reply(id, e));  // a notification gets no reply, even an error
+  }
+}
+
+void Server::read_loop(const std::shared_ptr<Conn>& c, bool stdio) {
+  std::string line;
+  for (;;) {
+    const auto r = c->ch.read_line(line, halt_);
+    if (r == LineChannel::Read::TooLong) {
+      c->send(error_reply(nullptr, kInvalidRequest,
+                          "request line longer than " + std::to_string(cfg_.max_request_bytes) +
+                              " bytes (--max-request-mb): skipped; put pixels in shared memory"));
+      continue;
+    }
+    if (r != LineChannel::Read::Line) {
+      if (r == LineChannel::Read::Eof && !stdio) {
+        // A socket client went away: its waiting and running work is cancelled (a frame
+        // being keyed finishes but writes nothing; a clip stops after its frames in flight).
+        c->closed = true;
+        c->ch.mark_gone();
+        cancel_jobs([&](Job& j) { return j.conn == c; }, /*stop_running_clips=*/true);
+      }
+      return;
+    }
+    handle(c, line);
+    if (c->drop) {
+      c->closed = true;
+      c->ch.mark_gone();
+      return;
+    }
+  }
+}
+
+void Server::watch_signal() {
+  while (!done_) {
+    if (signal_.load()) {
+      signalled_ = true;
+      halt_ = true;
+      // Waiting work is cancelled, clips stop after their frames in flight, frames being
+      // keyed finish and are written.
+      cancel_jobs([](Job&) { return true; }, /*stop_running_clips=*/true);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+int Server::run() {
+  std::thread watcher([this] { watch_signal(); });
+  std::vector<std::thread> readers;
+  std::string unix_path;
+  auto stop_all = [&] {
+    halt_ = true;
+    for (auto& t : readers) t.join();
+    std::vector<std::shared_ptr<ModelSlot>> slots;
+    {
+      std::lock_guard<std::mutex> l(models_m_);
+      for (auto& [id, s] : models_) slots.push_back(s);
+    }
+    for (auto& s : slots) {  // every request received is answered, then the worker ends
+      {
+        std::lock_guard<std::mutex> l(s->m);
+        s->closing = true;
+      }
+      s->cv.notify_all();
+      s->worker.join();
+    }
+    done_ = true;
+    watcher.join();
+    if (!unix_path.empty()) ::unlink(unix_path.c_str());
+  };
+  try {
+    if (cfg_.listen == "stdio") {
+      auto c = std::make_shared<Conn>(STDIN_FILENO, STDOUT_FILENO, cfg_.max_request_bytes, false, false);
+      say("JSON-RPC 2.0 on stdin/stdout, one request per line");
+      read_loop(c, /*stdio=*/true);
+    } else {
+      int fd = -1;
+      bool tcp = false;
+      if (cfg_.listen.rfind("unix:", 0) == 0) {
+        unix_path = cfg_.listen.substr(5);
+        fd = listen_unix(unix_path);
+        say("listening on unix:" + unix_path + " (mode 0600)");
+      } else if (cfg_.listen.rfind("tcp:", 0) == 0) {
+        const auto hp = cfg_.listen.substr(4);
+        const auto colon = hp.rfind(':');
+        CK_CHECK(colon != std::string::npos, ConfigError, "--listen ", cfg_.listen,
+                 ": expected tcp:127.0.0.1:PORT");
+        int port = -1;
+        try {
+          size_t used = 0;
+          port = std::stoi(hp.substr(colon + 1), &used);
+          if (used != hp.size() - colon - 1) port = -1;
+        } catch (const std::exception&) {
+        }
+        CK_CHECK(port >= 0, ConfigError, "--listen ", cfg_.listen, ": the port is not a number");
+        CK_CHECK(!cfg_.token_file.empty(), ConfigError, "--listen tcp: needs --token-file PATH (the token "
+                                                        "clients send in server.auth is written there, mode 0600)");
+        int bound = 0;
+        fd = listen_tcp(hp.substr(0, colon), port, &bound);
+        tcp = true;
+        try {
+          token_ = write_token_file(cfg_.token_file);
+        } catch (...) {
+          ::close(fd);
+          throw;
+        }
+        say("listening on tcp:" + hp.substr(0, colon) + ":" + std::to_string(bound) +
+                                " (token in " + cfg_.token_file + ")");
+      } else {
+        throw ConfigError("--listen " + cfg_.listen + ": expected stdio, unix:PATH or tcp:127.0.0.1:PORT");
+      }
+      while (!halt_) {
+        const int cfd = accept_client(fd);
+        if (cfd < 0) continue;
+        auto c = std::make_shared<Conn>(cfd, cfd, cfg_.max_request_bytes, true, tcp);
+        readers.emplace_back([this, c] { read_loop(c, false); });
+      }
+      ::close(fd);
+    }
+  } catch (...) {
+    stop_all();
+    throw;
+  }
+  stop_all();
+  return signalled_ ? 130 : 0;
+}
+
+int run_server(const ServeConfig& config, const std::atomic<bool>& stop) {
+  Server s(config, stop);
+  return s.run();
+}
+
+}  // namespace corridorkey::serve

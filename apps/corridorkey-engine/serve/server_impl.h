@@ -1,0 +1,149 @@
+// serve's state, shared by server.cpp (connections, dispatch, models, lifetime) and
+// frame_methods.cpp (frame.key, frame.repost, clip.key).
+#pragma once
+
+#include "serve/channel.h"
+#include "serve/raw_cache.h"
+#include "serve/rpc.h"
+#include "serve/server.h"
+#include "serve/shm.h"
+
+#include <corridorkey/engine.h>
+#include <corridorkey/frame.h>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace corridorkey::serve {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+inline double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+/// One client: its channel, the model its model.load chose, whether it may call (TCP).
+struct Conn {
+  Conn(int in, int out, std::size_t max, bool owns, bool needs_auth)
+      : ch(in, out, max, owns), authed(!needs_auth) {}
+  LineChannel ch;
+  std::string model_id;          // reader thread only
+  bool authed;                   // reader thread only
+  bool drop = false;             // reader thread only: close after this request
+  std::atomic<bool> closed{false};  // a socket client went away: its work is cancelled
+  void send(const json& j);
+};
+
+/// A request waiting in, or running on, a model's worker.
+struct Job {
+  std::string id;
+  std::shared_ptr<Conn> conn;
+  json rpc_id;
+  bool reply = true;                 // false for a JSON-RPC notification (no id)
+  std::atomic<bool> cancel{false};   // job.cancel / disconnect / stop: do not start, do not write
+  std::atomic<bool> stop_clip{false};  // clip.key: the pipeline's cancel flag
+  std::atomic<bool> running{false};
+  Clock::time_point queued_at = Clock::now();
+  std::function<json(Job&)> run;
+  bool cancelled() const { return cancel.load() || conn->closed.load(); }
+};
+
+/// A loaded (or loading) model: its options, its engines and the queue its worker drains.
+struct ModelSlot {
+  std::string id, profile;
+  EngineOptions opt;  // fixed at creation
+  // Worker thread only:
+  std::unique_ptr<BaseEngine> engine, blue;
+  double load_ms = 0;
+  // Guarded by m:
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<std::shared_ptr<Job>> queue;
+  bool closing = false;
+  bool loaded = false;
+  EngineInfo info;
+  std::thread worker;
+};
+
+/// An image parameter: a path, or a shared-memory block.
+struct ImageArg {
+  std::string path;
+  std::optional<ShmImage> shm;
+  bool given() const { return !path.empty() || shm.has_value(); }
+  std::string name() const { return shm ? "shm:" + shm->name : path; }
+};
+struct OutputArg {
+  FrameOutput kind = FrameOutput::Matte;
+  ImageArg where;
+};
+
+class Server {
+ public:
+  Server(const ServeConfig& c, const std::atomic<bool>& stop);
+  int run();
+
+ private:
+  // server.cpp
+  void read_loop(const std::shared_ptr<Conn>& c, bool stdio);
+  void handle(const std::shared_ptr<Conn>& c, const std::string& line);
+  void dispatch(const std::shared_ptr<Conn>& c, const Request& r);
+  void watch_signal();
+  json engine_info();
+  json job_cancel(const json& params);
+  std::shared_ptr<ModelSlot> slot_for(EngineOptions o, const std::string& profile);
+  std::shared_ptr<ModelSlot> find_slot(const std::string& id);
+  /// model.load's options: profile + engine settings (top level or in "overrides").
+  EngineOptions load_options(const json& params, const std::string& method, std::string& profile);
+  /// The model a frame.key / clip.key runs on: "model", else the client's, else the default,
+  /// changed by any engine settings among the params (a new model when they differ).
+  std::shared_ptr<ModelSlot> model_for(const Conn& c, const json& params, const std::string& method,
+                                       bool post_in_key);
+  std::shared_ptr<Job> enqueue(const std::shared_ptr<ModelSlot>& s, const std::shared_ptr<Conn>& c,
+                               const Request& r, std::function<json(Job&)> run);
+  void worker_loop(ModelSlot& s);
+  void finish_job(Job& j, const json* result, const std::exception* error);
+  void cancel_jobs(const std::function<bool(Job&)>& which, bool stop_running_clips);
+  static void ensure_loaded(ModelSlot& s);
+  static json load_result(ModelSlot& s, bool cached);
+
+  // frame_methods.cpp
+  std::function<json(Job&)> frame_key(const json& params, const std::shared_ptr<ModelSlot>& s);
+  json frame_repost(const json& params);
+  std::function<json(Job&)> clip_key(const json& params, const std::shared_ptr<ModelSlot>& s);
+
+  ServeConfig cfg_;
+  const std::atomic<bool>& signal_;
+  std::atomic<bool> halt_{false};        // readers stop (signal, shutdown)
+  std::atomic<bool> signalled_{false};
+  std::atomic<bool> done_{false};
+  std::string token_;
+  std::mutex models_m_;
+  std::map<std::string, std::shared_ptr<ModelSlot>> models_;
+  std::mutex jobs_m_;
+  std::map<std::string, std::weak_ptr<Job>> jobs_;
+  std::atomic<uint64_t> next_id_{1};
+  RawCache cache_;
+  const Clock::time_point started_ = Clock::now();
+};
+
+/// Keys of EngineOptions that post-processing reads (per frame in frame.key / frame.repost).
+bool is_post_key(const std::string& key);
+bool is_engine_key(const std::string& key);
+/// "m" + 12 hex digits of the options that shape the model (post-processing settings aside
+/// unless include_post).
+std::string model_key(const EngineOptions& o, bool include_post);
+
+}  // namespace corridorkey::serve

@@ -1,0 +1,85 @@
+// The torch-free half of frame.h: post-processing and writing one frame's outputs. The
+// clip pipeline's writers (frame_writer.cpp) and `serve` call the same two functions, so a
+// frame keyed either way gives the same files.
+#include <corridorkey/errors.h>
+#include <corridorkey/frame.h>
+
+#include "io/image_io.h"
+#include "post/postprocess.h"
+
+#include <filesystem>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+PostSettings post_settings(const EngineOptions& o, Screen backing) {
+  PostSettings s;
+  s.despeckle = o.despeckle;
+  s.despeckle_size = o.despeckle_size;
+  s.despill_strength = o.despill_strength;
+  s.backing = backing == Screen::Blue ? Screen::Blue : Screen::Green;
+  return s;
+}
+
+FinishedFrame finish_frame(const RawFrame& raw, const PostSettings& s, bool processed, bool comp) {
+  FinishedFrame out;
+  if (!processed && !comp) return out;  // a matte-only request pays for no despeckle
+  CK_CHECK(raw.alpha.channels == 1 && raw.fg.channels == 3 && raw.alpha.width == raw.fg.width &&
+               raw.alpha.height == raw.fg.height,
+           ConfigError, "finish_frame: expected alpha [H,W,1] and fg [H,W,3] of one size, got ",
+           raw.alpha.width, "x", raw.alpha.height, "x", raw.alpha.channels, " and ", raw.fg.width,
+           "x", raw.fg.height, "x", raw.fg.channels);
+  // post::finish's steps, each only when an output needs it (comp and processed share the
+  // despeckled alpha and the despilled fg).
+  const Image clean = s.despeckle ? post::despeckle(raw.alpha, static_cast<int>(s.despeckle_size))
+                                  : raw.alpha;
+  const Image spill_free = post::despill(raw.fg, static_cast<float>(s.despill_strength),
+                                         s.backing == Screen::Blue ? 2 : 1);
+  if (processed) out.processed = post::premultiply_linear(spill_free, clean);
+  if (comp) out.comp = post::checker_comp(spill_free, clean);
+  return out;
+}
+
+const char* to_string(FrameOutput o) {
+  switch (o) {
+    case FrameOutput::Matte: return "matte";
+    case FrameOutput::Fg: return "fg";
+    case FrameOutput::Processed: return "processed";
+    case FrameOutput::Comp: return "comp";
+    case FrameOutput::Hint: return "hint";
+  }
+  return "?";
+}
+
+void write_frame_output(FrameOutput kind, const std::string& path, const Image& image,
+                        const std::string& exr_compression) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const int want = kind == FrameOutput::Matte || kind == FrameOutput::Hint ? 1
+                   : kind == FrameOutput::Processed                       ? 4
+                                                                          : 3;
+  CK_CHECK(image.channels == want && !image.empty(), ConfigError, path, ": ", to_string(kind),
+           " needs a ", want, "-channel image, got ", image.width, "x", image.height, "x",
+           image.channels);
+  const auto compression = io::parse_exr_compression(exr_compression);
+  switch (kind) {
+    case FrameOutput::Matte:
+    case FrameOutput::Fg:
+    case FrameOutput::Processed:
+      CK_CHECK(ext == ".exr", ConfigError, path, ": ", to_string(kind),
+               " is written as a half-float EXR; name it .exr");
+      io::write_exr(path, image, want == 1 ? "Y" : want == 3 ? "RGB" : "RGBA", compression);
+      return;
+    case FrameOutput::Comp:
+      CK_CHECK(ext == ".png" || ext == ".exr", ConfigError, path,
+               ": comp is written as an 8-bit PNG (.png) or a half-float EXR (.exr)");
+      if (ext == ".png") io::write_png8(path, image);
+      else io::write_exr(path, image, "RGB", compression);
+      return;
+    case FrameOutput::Hint:
+      CK_CHECK(ext == ".png", ConfigError, path, ": hint is written as an 8-bit PNG; name it .png");
+      io::write_png8(path, image, /*round=*/true);
+      return;
+  }
+}
+
+CORRIDORKEY_NAMESPACE_END
