@@ -165,6 +165,10 @@ class Client:
         except OSError:
             pass
         if self._closer is not None:
+            try:  # the reader's file still holds the socket: shut it down so the server sees EOF
+                self._closer.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             self._closer.close()
         if self.process:
             return self.process.wait(timeout)

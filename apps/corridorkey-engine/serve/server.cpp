@@ -468,8 +468,9 @@ int Server::run() {
       int fd = -1;
       bool tcp = false;
       if (cfg_.listen.rfind("unix:", 0) == 0) {
-        unix_path = cfg_.listen.substr(5);
-        fd = listen_unix(unix_path);
+        const auto path = cfg_.listen.substr(5);
+        fd = listen_unix(path);
+        unix_path = path;  // ours to remove at exit only once bound (never a refused path)
         say("listening on unix:" + unix_path + " (mode 0600)");
       } else if (cfg_.listen.rfind("tcp:", 0) == 0) {
         const auto hp = cfg_.listen.substr(4);

@@ -165,12 +165,16 @@ Image read_shm(const ShmImage& s, const std::string& what) {
     if (s.type == "float32") {
       std::memcpy(out, row, n * 4);
     } else {
+      // Scaled as the file readers scale (OpenCV's convertTo: v * float(1/255.0), not
+      // v / 255.f, which differs in the last bit for 126 of the 256 levels), so a plate from
+      // shared memory keys bit-identically to the same pixels in a PNG.
+      const float k8 = static_cast<float>(1.0 / 255.0), k16 = static_cast<float>(1.0 / 65535.0);
       for (std::size_t i = 0; i < n; ++i) {
-        if (s.type == "uint8") out[i] = row[i] / 255.f;
+        if (s.type == "uint8") out[i] = row[i] * k8;
         else {
           uint16_t v;
           std::memcpy(&v, row + 2 * i, 2);
-          out[i] = s.type == "uint16" ? v / 65535.f : half_to_float(v);
+          out[i] = s.type == "uint16" ? v * k16 : half_to_float(v);
         }
       }
     }
