@@ -5,6 +5,9 @@
 #   scripts/test.sh --sanitize   the full sanitizer job: an ASan + UBSan build (build-asan/)
 #                                running the unit, model and pipeline tests, then 60 s of
 #                                fuzzing per target (about 15 minutes on 2 cores)
+#   scripts/test.sh --tsan       a ThreadSanitizer build (build-tsan/) running the threaded
+#                                tests: the clip pipeline, serve, the log handler and the
+#                                embedding cases (tests/tsan.supp: LibTorch / OpenMP only)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${CK_VENV:-$HOME/.cache/corridorkey-engine/venv-torch2.15.0}
@@ -22,6 +25,21 @@ if [ "${1:-}" = "--sanitize" ]; then
   ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$asan" --output-on-failure --timeout 1800 -L "unit|model|pipeline" "$@"
   exec "$root/scripts/fuzz.sh" 60
+fi
+
+if [ "${1:-}" = "--tsan" ]; then
+  shift
+  CK_SKIP_BUILD=1 "$root/scripts/setup.sh"
+  tsan=${CK_TSAN_BUILD:-$root/build-tsan}
+  gen=()
+  [ -f "$tsan/CMakeCache.txt" ] || gen=(-G Ninja)
+  cmake -S "$root" -B "$tsan" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCK_TSAN=ON \
+        -DCK_WITH_CUDA=OFF -DCK_PYTHON="$venv/bin/python"
+  cmake --build "$tsan" --parallel "${CK_JOBS:-$(nproc)}"
+  # halt_on_error: a report fails the test that caused it; second_deadlock_stack for locks.
+  TSAN_OPTIONS="suppressions=$root/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1 exitcode=66" \
+    ctest --test-dir "$tsan" --output-on-failure --timeout 3600 -R "${CK_TSAN_TESTS:-^(pipeline|unit|cli.serve|cli.inference_clip)$}" "$@"
+  exit $?
 fi
 
 "$root/scripts/setup.sh"

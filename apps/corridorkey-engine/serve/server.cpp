@@ -7,6 +7,7 @@
 #include <corridorkey/profile.h>
 #include <corridorkey/version.h>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -461,7 +462,14 @@ int Server::run() {
   };
   try {
     if (cfg_.listen == "stdio") {
-      auto c = std::make_shared<Conn>(STDIN_FILENO, STDOUT_FILENO, cfg_.max_request_bytes, false, false);
+      // The protocol gets a private copy of stdout, and fd 1 becomes stderr: a line that a
+      // library prints to stdout (a oneDNN or OpenCV diagnostic) lands in the log instead of
+      // corrupting the client's stream.
+      const int proto = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+      CK_CHECK(proto >= 0, IoError, "serve --stdio: cannot duplicate stdout");
+      std::fflush(stdout);
+      ::dup2(STDERR_FILENO, STDOUT_FILENO);
+      auto c = std::make_shared<Conn>(STDIN_FILENO, proto, cfg_.max_request_bytes, false, false);
       say("JSON-RPC 2.0 on stdin/stdout, one request per line");
       read_loop(c, /*stdio=*/true);
     } else {
