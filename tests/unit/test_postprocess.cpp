@@ -3,9 +3,12 @@
 #include "post/postprocess.h"
 #include "support/support.h"
 
+#include <corridorkey/frame.h>
+
 #include <catch2/catch.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace corridorkey;
@@ -121,4 +124,58 @@ TEST_CASE("Lanczos-4 resize keeps constants and size", "[unit]") {
   const auto r = post::resize_lanczos(filled(16, 16, {0.25f, 0.5f, 0.75f}), 40, 24);
   CHECK((r.width == 40 && r.height == 24 && r.channels == 3));
   CHECK(r.at(39, 23, 2) == Approx(0.75f).margin(1e-5));
+}
+
+// finish_frame (frame.h) computes processed and comp through the shared linear fg, on any
+// number of threads, with or without a kept despeckled alpha: every path must give the
+// bytes of the reference's formulas applied one by one, single-threaded.
+TEST_CASE("finish_frame: shared linear fg, threads and a kept despeckle give post::finish's bytes", "[unit]") {
+  const int w = 700, h = 420;  // above the 256 K-pixel threshold where rows are split
+  RawFrame raw;
+  raw.alpha.width = raw.fg.width = w;
+  raw.alpha.height = raw.fg.height = h;
+  raw.alpha.channels = 1;
+  raw.fg.channels = 3;
+  raw.alpha.pixels.resize(static_cast<size_t>(w) * h);
+  raw.fg.pixels.resize(static_cast<size_t>(w) * h * 3);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const size_t i = static_cast<size_t>(y) * w + x;
+      const float d = std::hypot(x - 350.f, y - 210.f);
+      raw.alpha.pixels[i] = std::clamp((150.f - d) / 12.f + 0.5f, -0.02f, 1.03f);  // Lanczos-like overshoot
+      if (x % 97 == 3 && y % 53 == 5) raw.alpha.pixels[i] = 1.f;  // small islands despeckle removes
+      for (int c = 0; c < 3; ++c)
+        raw.fg.pixels[i * 3 + c] = 0.2f + 0.3f * c + 0.0009f * static_cast<float>(x % 300) + (c == 1 ? 0.1f : 0.f);
+    }
+  for (const Screen backing : {Screen::Green, Screen::Blue}) {
+    // The reference's formulas one by one, each sRGB -> linear done inside its own step.
+    const Image clean = post::despeckle(raw.alpha, 400);
+    const Image spill_free = post::despill(raw.fg, 0.7f, backing == Screen::Blue ? 2 : 1);
+    const post::PostResult ref{post::premultiply_linear(spill_free, clean), post::checker_comp(spill_free, clean)};
+    post::PostOptions po;
+    po.despill_strength = 0.7f;
+    po.blue_backing = backing == Screen::Blue;
+    const auto fin = post::finish(raw.alpha, raw.fg, po);
+    CHECK(fin.processed.pixels == ref.processed.pixels);
+    CHECK(fin.comp.pixels == ref.comp.pixels);
+    PostSettings ps;
+    ps.despill_strength = 0.7;
+    ps.backing = backing;
+    for (int threads : {1, 2, 5}) {
+      ps.threads = threads;
+      const auto both = finish_frame(raw, ps, true, true);
+      CHECK(both.processed.pixels == ref.processed.pixels);
+      CHECK(both.comp.pixels == ref.comp.pixels);
+      const auto kept = despeckled_alpha(raw, ps);
+      const auto reused = finish_frame(raw, ps, true, false, &kept);
+      CHECK(reused.processed.pixels == ref.processed.pixels);
+      CHECK(reused.comp.empty());
+    }
+    CHECK(finish_frame(raw, ps, false, false).processed.empty());
+  }
+  // The despeckle is not a no-op on this frame (else the kept-alpha check proves nothing).
+  PostSettings ps;
+  CHECK(despeckled_alpha(raw, ps).pixels != raw.alpha.pixels);
+  ps.despeckle = false;
+  CHECK(despeckled_alpha(raw, ps).pixels == raw.alpha.pixels);
 }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 namespace corridorkey::serve {
 namespace {
@@ -86,6 +87,14 @@ bool wants(const std::vector<OutputArg>& outs, FrameOutput k) {
   return std::any_of(outs.begin(), outs.end(), [&](const OutputArg& o) { return o.kind == k; });
 }
 
+/// Post-processing settings with every core: a repost is what a host waits for when a
+/// slider moves.
+PostSettings serve_post(const EngineOptions& o, Screen backing) {
+  PostSettings ps = post_settings(o, backing);
+  ps.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  return ps;
+}
+
 json timings_json(const StageTimings& t, double queue_ms) {
   return {{"queue_ms", queue_ms},          {"read_ms", t.read_ms},       {"preprocess_ms", t.preprocess_ms},
           {"encoder_ms", t.encoder_ms},    {"decoders_ms", t.decoders_ms}, {"refiner_ms", t.refiner_ms},
@@ -93,12 +102,32 @@ json timings_json(const StageTimings& t, double queue_ms) {
           {"write_ms", t.write_ms},        {"total_ms", t.total_ms}};
 }
 
+/// The despeckled alpha for these settings: the frame's memo when it matches, else computed
+/// and kept.
+std::shared_ptr<const Image> clean_alpha(const CachedFrame& f, const PostSettings& ps) {
+  {
+    std::lock_guard<std::mutex> l(f.memo_m);
+    if (f.clean && f.clean_despeckle == ps.despeckle && (!ps.despeckle || f.clean_size == ps.despeckle_size))
+      return f.clean;
+  }
+  auto c = std::make_shared<const Image>(despeckled_alpha(f.raw, ps));
+  std::lock_guard<std::mutex> l(f.memo_m);
+  f.clean = c;
+  f.clean_despeckle = ps.despeckle;
+  f.clean_size = ps.despeckle_size;
+  return c;
+}
+
 /// Post-processes what the outputs need and writes them; fills postprocess_ms / write_ms.
-json write_outputs(const RawFrame& raw, const PostSettings& ps, const std::vector<OutputArg>& outs,
+json write_outputs(const CachedFrame& f, const PostSettings& ps, const std::vector<OutputArg>& outs,
                    const std::string& compression, StageTimings& t, const std::string& method,
                    const std::function<bool()>& cancelled) {
+  const RawFrame& raw = f.raw;
   auto t0 = Clock::now();
-  const auto done = finish_frame(raw, ps, wants(outs, FrameOutput::Processed), wants(outs, FrameOutput::Comp));
+  const bool want_p = wants(outs, FrameOutput::Processed), want_c = wants(outs, FrameOutput::Comp);
+  std::shared_ptr<const Image> clean;
+  if (want_p || want_c) clean = clean_alpha(f, ps);
+  const auto done = finish_frame(raw, ps, want_p, want_c, clean.get());
   t.postprocess_ms += ms_since(t0);
   if (cancelled()) throw RpcError(kCancelled, method + ": cancelled; no output written");
   t0 = Clock::now();
@@ -182,19 +211,20 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
     if (plate.shm) src.plate = read_shm(*plate.shm, method + ": plate");
     if (hint.given()) src.hint_file = hint.name();
     if (hint.shm) src.hint = read_shm(*hint.shm, method + ": hint");
-    RawFrame raw = key_frame(*s->engine, s->blue.get(), std::move(src), fs);
-    const PostSettings ps = post_settings(post, raw.backing);
-    StageTimings t = raw.timings;
-    const auto t_total = Clock::now();
-    json written = write_outputs(raw, ps, outs, compression, t, method, [&] { return job.cancelled(); });
-    t.total_ms += ms_since(t_total);
-    const std::string frame_id = "f" + std::to_string(next_id_++);
     auto entry = std::make_shared<CachedFrame>();
+    entry->raw = key_frame(*s->engine, s->blue.get(), std::move(src), fs);
     entry->post = post;
     entry->model_id = s->id;
     entry->exr_compression = compression;
+    const RawFrame& raw = entry->raw;
+    const PostSettings ps = serve_post(post, raw.backing);
+    StageTimings t = raw.timings;
+    const auto t_total = Clock::now();
+    json written = write_outputs(*entry, ps, outs, compression, t, method, [&] { return job.cancelled(); });
+    t.total_ms += ms_since(t_total);
+    std::string frame_id = "f";
+    frame_id += std::to_string(next_id_++);
     json result = frame_result(frame_id, job.id, s->id, raw, std::move(written), t, queue_ms, cached);
-    entry->raw = std::move(raw);
     result["repost"] = cache_.put(frame_id, std::move(entry));  // false: too large for --cache-mb
     return result;
   };
@@ -230,7 +260,7 @@ json Server::frame_repost(const json& params) {
   }
   std::string compression = param_string(params, "exr_compression", method, f->exr_compression);
   StageTimings t;
-  json written = write_outputs(f->raw, post_settings(post, backing), outs, compression, t, method,
+  json written = write_outputs(*f, serve_post(post, backing), outs, compression, t, method,
                                [] { return false; });
   t.total_ms = ms_since(t0);
   RawFrame shape;  // the result names the frame as frame.key did

@@ -17,8 +17,14 @@ struct CachedFrame {
   RawFrame raw;
   EngineOptions post;  // the despill / despeckle settings the frame was keyed with
   std::string model_id, exr_compression;
-  std::size_t bytes() const {
-    return (raw.alpha.pixels.size() + raw.fg.pixels.size() + raw.hint.pixels.size()) * sizeof(float);
+  /// The despeckled alpha of the last despeckle settings used: a repost that changes only
+  /// despill (a slider) reuses it (frame_methods.cpp, clean_alpha()).
+  mutable std::mutex memo_m;
+  mutable std::shared_ptr<const Image> clean;
+  mutable bool clean_despeckle = false;
+  mutable int64_t clean_size = 0;
+  std::size_t bytes() const {  // the memo counted too: it holds one alpha plane
+    return (2 * raw.alpha.pixels.size() + raw.fg.pixels.size() + raw.hint.pixels.size()) * sizeof(float);
   }
 };
 

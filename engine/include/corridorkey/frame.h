@@ -73,6 +73,9 @@ struct PostSettings {
   int64_t despeckle_size = 400;
   double despill_strength = 0.5;  // 0..1 (EngineOptions::despill_strength)
   Screen backing = Screen::Green; // despill acts on this channel
+  /// Threads for the per-pixel steps (the same result for any count). The clip pipeline
+  /// uses 1 (its writers already finish frames in parallel); `serve` uses the cores.
+  int threads = 1;
 };
 CORRIDORKEY_API PostSettings post_settings(const EngineOptions& options, Screen backing);
 
@@ -81,8 +84,14 @@ struct FinishedFrame {
   Image comp;       // [H,W,3] sRGB over the checkerboard
 };
 /// The post-processed outputs asked for (the others stay empty and cost nothing).
+/// `despeckled`: the alpha despeckled_alpha() gave for these despeckle settings, kept from
+/// an earlier call (a repost that changes only despill skips the despeckle: 70-100 ms of a
+/// 1920x1080 frame on Zen 3); null computes it.
 CORRIDORKEY_API FinishedFrame finish_frame(const RawFrame& raw, const PostSettings& settings,
-                                           bool processed, bool comp);
+                                           bool processed, bool comp,
+                                           const Image* despeckled = nullptr);
+/// The alpha the processed and comp outputs use: despeckled (settings.despeckle), else raw.
+CORRIDORKEY_API Image despeckled_alpha(const RawFrame& raw, const PostSettings& settings);
 
 enum class FrameOutput { Matte, Fg, Processed, Comp, Hint };
 CORRIDORKEY_API const char* to_string(FrameOutput o);  // "matte" | "fg" | ... | "hint"

@@ -20,22 +20,42 @@ PostSettings post_settings(const EngineOptions& o, Screen backing) {
   return s;
 }
 
-FinishedFrame finish_frame(const RawFrame& raw, const PostSettings& s, bool processed, bool comp) {
-  FinishedFrame out;
-  if (!processed && !comp) return out;  // a matte-only request pays for no despeckle
+namespace {
+void check_raw(const RawFrame& raw) {
   CK_CHECK(raw.alpha.channels == 1 && raw.fg.channels == 3 && raw.alpha.width == raw.fg.width &&
                raw.alpha.height == raw.fg.height,
            ConfigError, "finish_frame: expected alpha [H,W,1] and fg [H,W,3] of one size, got ",
            raw.alpha.width, "x", raw.alpha.height, "x", raw.alpha.channels, " and ", raw.fg.width,
            "x", raw.fg.height, "x", raw.fg.channels);
-  // post::finish's steps, each only when an output needs it (comp and processed share the
-  // despeckled alpha and the despilled fg).
-  const Image clean = s.despeckle ? post::despeckle(raw.alpha, static_cast<int>(s.despeckle_size))
-                                  : raw.alpha;
+}
+}  // namespace
+
+Image despeckled_alpha(const RawFrame& raw, const PostSettings& s) {
+  check_raw(raw);
+  return s.despeckle ? post::despeckle(raw.alpha, static_cast<int>(s.despeckle_size)) : raw.alpha;
+}
+
+FinishedFrame finish_frame(const RawFrame& raw, const PostSettings& s, bool processed, bool comp,
+                           const Image* despeckled) {
+  FinishedFrame out;
+  if (!processed && !comp) return out;  // a matte-only request pays for no despeckle
+  check_raw(raw);
+  // post::finish's steps, each once and only when an output needs it: comp and processed
+  // share the despeckled alpha, the despilled fg and its linear form (bit-identical to
+  // post::premultiply_linear / checker_comp, tests/unit/test_postprocess.cpp).
+  Image own;
+  if (!despeckled) {
+    own = despeckled_alpha(raw, s);
+    despeckled = &own;
+  }
+  CK_CHECK(despeckled->width == raw.alpha.width && despeckled->height == raw.alpha.height &&
+               despeckled->channels == 1,
+           ConfigError, "finish_frame: the despeckled alpha is not the frame's size");
   const Image spill_free = post::despill(raw.fg, static_cast<float>(s.despill_strength),
-                                         s.backing == Screen::Blue ? 2 : 1);
-  if (processed) out.processed = post::premultiply_linear(spill_free, clean);
-  if (comp) out.comp = post::checker_comp(spill_free, clean);
+                                         s.backing == Screen::Blue ? 2 : 1, s.threads);
+  const Image linear = post::to_linear(spill_free, s.threads);
+  if (processed) out.processed = post::premultiply_from_linear(linear, *despeckled, s.threads);
+  if (comp) out.comp = post::checker_comp_from_linear(linear, *despeckled, s.threads);
   return out;
 }
 

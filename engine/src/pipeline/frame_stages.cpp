@@ -77,8 +77,9 @@ RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine, FrameSource src,
   const bool exr = is_exr(file);
   p.linear = s.color == ColorSpace::Linear || (s.color == ColorSpace::Auto && exr);
   if (exr && s.color == ColorSpace::Srgb)
-    raw.warnings.push_back("EXR plate keyed as sRGB (the reference's default); color linear "
-                           "(or auto) if it is scene-linear");
+    raw.warnings.emplace_back(  // (emplace: g++ 12 warns falsely, -Warray-bounds, on push_back)
+        "EXR plate keyed as sRGB (the reference's default); color linear (or auto) if it is "
+        "scene-linear");
   p.generate_hint = !hint_given;
   p.hint_options = s.hint;
   p.backing_check = s.backing_check;

@@ -23,8 +23,16 @@ Image resize_lanczos(const Image& src, int width, int height);
 Image despeckle(const Image& alpha, int min_area);
 
 /// "average" despill on sRGB straight fg, blended by strength 0..1, of the backing's
-/// channel (1 = green, the reference's; 2 = blue).
-Image despill(const Image& fg, float strength, int backing_channel = 1);
+/// channel (1 = green, the reference's; 2 = blue). `threads` split the rows (the result is
+/// the same for any count).
+Image despill(const Image& fg, float strength, int backing_channel = 1, int threads = 1);
+
+/// sRGB -> linear per sample: the first step of both premultiply_linear and checker_comp,
+/// done once when a frame needs both (a std::pow per sample: 116 ms of a 1920x1080 fg on
+/// Zen 3). The *_from_linear forms below give bit-identical results to the two above.
+Image to_linear(const Image& fg_srgb, int threads = 1);
+Image premultiply_from_linear(const Image& fg_linear, const Image& alpha, int threads = 1);
+Image checker_comp_from_linear(const Image& fg_linear, const Image& alpha, int threads = 1);
 
 /// [fg_lin * a, a]: linear premultiplied RGBA from sRGB straight fg and alpha.
 Image premultiply_linear(const Image& fg_srgb, const Image& alpha);
