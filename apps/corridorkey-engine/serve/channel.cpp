@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -193,7 +194,14 @@ int listen_tcp(const std::string& host, int port, int* bound_port) {
 int accept_client(int listen_fd) {
   pollfd p{listen_fd, POLLIN, 0};
   if (::poll(&p, 1, 100) <= 0) return -1;
-  return ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd >= 0) {
+    // A client that stops reading must not stall the model's worker (which writes its
+    // replies and events): a write blocked this long fails, and the client counts as gone.
+    timeval tv{30, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
+  return fd;
 }
 
 std::string write_token_file(const std::string& path) {

@@ -47,6 +47,7 @@ int listen_unix(const std::string& path);
 /// picks a free one; *bound_port receives the port.
 int listen_tcp(const std::string& host, int port, int* bound_port);
 /// The next connection, or -1 after 100 ms without one (the caller re-checks its stop flag).
+/// Writes to it time out after 30 s (a client that stops reading is dropped).
 int accept_client(int listen_fd);
 
 /// 32 random bytes as hex (from /dev/urandom), written to `path` with mode 0600 atomically.
