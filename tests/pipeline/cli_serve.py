@@ -170,6 +170,20 @@ with spawn() as ck:
                      -32003, r"holds 100 bytes.*needs 43200", exit_code=3)
         expect_error(lambda: ck.key(shm_image("/ck-no-such-block", w, h, 3, "uint8")), -32003, "ck-no-such-block")
         expect_error(lambda: ck.key(shm_image(sp.name, w, h, 3, "int7")), -32602, "int7")
+        # a stride that would wrap stride * height past 2^64 (the size check passed, then the
+        # reader ran off the mapping): refused as a layout
+        expect_error(lambda: ck.key(shm_image(small.name, 1, 65536, 1, "uint8", 2 ** 48 + 1)), -32602, "stride")
+        bad = dict(shm_image(sp.name, w, h, 3, "uint8"), extra=1)
+        expect_error(lambda: ck.key(bad), -32602, "extra")
+        # a wrong shm output fails the request before any output is written; the frame is
+        # kept, and the error names it for a repost
+        half = os.path.join(out, "half.png")
+        e = expect_error(lambda: ck.key(os.path.join(clip, "Input", "f2.png"), hint=os.path.join(clip, "AlphaHint", "f2.png"),
+                                        outputs={"comp": half, "fg": shm_image(small.name, 10, 10, 3, "uint8")}),
+                         -32602, "nothing was written")
+        check(not os.path.exists(half), "an output was written by a request that failed")
+        ck.repost(e.data["frame_id"], outputs={"comp": half})
+        check(same_bytes(half, os.path.join(clip, "Output", "Comp", "f2.png")), "repost after a failed output")
     finally:
         for s in (sp, sm32, sm16, small):
             s.close()
@@ -196,6 +210,20 @@ with spawn() as ck:
     expect_error(lambda: ck.call("model.load", profile="no-such-profile"), -32002, "no-such-profile", exit_code=2)
     expect_error(lambda: ck.load(checkpoint=os.path.join(work, "none.pth")), -32003, "none.pth", exit_code=3)
     expect_error(lambda: ck.call("job.cancel", job_id="nothing"), -32602, "nothing")
+    # 200 000 nested arrays: refused before parsing (copying such a value overflowed the stack)
+    ck.send_raw('{"jsonrpc":"2.0","id":9,"method":"engine.info","params":{"x":' + "[" * 200000 + "]" * 200000 + "}}")
+    e = ck.raw_reply(timeout=60)
+    check(e["error"]["code"] == -32600 and "nested" in e["error"]["message"], f"deep nesting: {e}")
+    ck.send_raw('{"jsonrpc":"2.0","id":1e400,"method":"engine.info"}')
+    check(ck.raw_reply()["error"]["code"] == -32700, "a number out of range is a parse error")
+    # outputs refused before the model runs: the same file twice, an input, a folder
+    f1 = os.path.join(clip, "Input", "f1.png")
+    expect_error(lambda: ck.key(f1, outputs={"matte": os.path.join(out, "x.exr"), "fg": os.path.join(out, "x.exr")}),
+                 -32602, "same file")
+    expect_error(lambda: ck.key(f1, outputs={"comp": f1}), -32602, "input of this request")
+    os.makedirs(os.path.join(out, "adir.exr"), exist_ok=True)
+    expect_error(lambda: ck.key(f1, outputs={"matte": os.path.join(out, "adir.exr")}), -32002, "folder")
+    check(same_bytes(f1, os.path.join(clip, "Input", "f1.png")), "the plate was touched")
     # a notification (no id) gets no reply, even when it fails; the next call still works
     ck.send_raw(json.dumps({"jsonrpc": "2.0", "method": "frame.explode"}))
     check(ck.info()["protocol"] == 1, "server alive after a notification")
@@ -297,6 +325,11 @@ a, b = Client.connect_unix(sock), Client.connect_unix(sock)
 la = a.load(profile="original")
 lb = b.load(profile="original")
 check(lb["cached"] and la["model_id"] == lb["model_id"], "a second client loaded the model again")
+# b cannot cancel (or even see) a's job
+rid = a.send("frame.key", {"plate": os.path.join(clip, "Input", "f1.png"), "hint": os.path.join(clip, "AlphaHint", "f1.png"),
+                           "job_id": "mine"})
+expect_error(lambda: b.cancel("mine"), -32602, "no job")
+check("frame_id" in a.wait(rid, 120), "a's job was not keyed")
 big = os.path.join(work, "big")
 make_clip(big, "--frames", "1", "--size", "1920x1080", "--plate", "png", "--hint", "png", "--prefix", "b")
 gone = os.path.join(out, "gone_matte.exr")
@@ -346,6 +379,12 @@ raw = socket.create_connection(("127.0.0.1", port))
 raw.sendall(b'{"jsonrpc":"2.0","id":1,"method":"engine.info"}\n')
 reply = json.loads(raw.makefile("rb").readline())
 check(reply["error"]["code"] == -32012, f"unauthenticated call: {reply}")
+raw.close()
+raw = socket.create_connection(("127.0.0.1", port))  # garbage before auth: answered, then closed
+raw.sendall(b"hello\n")
+rf = raw.makefile("rb")
+check(json.loads(rf.readline())["error"]["code"] == -32700, "garbage before auth")
+check(rf.readline() == b"", "an unauthenticated connection stayed open after garbage")
 raw.close()
 expect_error(lambda: Client.connect_tcp("127.0.0.1", port, token="0" * 64), -32012, "wrong token")
 t = Client.connect_tcp("127.0.0.1", port, token_file=tok)

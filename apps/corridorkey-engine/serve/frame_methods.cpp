@@ -74,11 +74,38 @@ std::vector<OutputArg> output_args(const json& params, const std::string& method
                                          " channel(s); the shared-memory block states " +
                                          std::to_string(o.where.shm->channels));
     if (!o.where.shm) {  // refused now, not after the model has run for seconds
+      std::error_code ec;
+      if (std::filesystem::is_directory(o.where.path, ec))
+        throw ConfigError(o.where.path + ": " + k + " names a folder; give a file path");
       const auto e = lower_ext(o.where.path);
       if (formats.find(e.empty() ? "?" : e) == std::string::npos)
         throw ConfigError(o.where.path + ": " + k + " is written as " + formats + "; name the file so");
     }
     out.push_back(std::move(o));
+  }
+  // Two outputs into one file (the last would win silently), or one onto an input.
+  auto same = [](const std::string& a, const std::string& b) {
+    std::error_code ec;
+    const auto ca = std::filesystem::weakly_canonical(a, ec), cb = std::filesystem::weakly_canonical(b, ec);
+    return !ec ? ca == cb : a == b;
+  };
+  std::vector<std::string> inputs;
+  for (const char* k : {"plate", "hint"})
+    if (auto it = params.find(k); it != params.end() && it->is_string()) inputs.push_back(it->get<std::string>());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto& a = out[i].where;
+    for (size_t j = i + 1; j < out.size(); ++j) {
+      const auto& b = out[j].where;
+      if ((a.shm && b.shm && a.shm->name == b.shm->name) || (!a.shm && !b.shm && same(a.path, b.path)))
+        throw RpcError(kInvalidParams, method + ": outputs " + to_string(out[i].kind) + " and " +
+                                           to_string(out[j].kind) + " name the same " +
+                                           (a.shm ? "block " + a.shm->name : "file " + a.path));
+    }
+    if (!a.shm)
+      for (const auto& in : inputs)
+        if (same(a.path, in))
+          throw RpcError(kInvalidParams, method + ": outputs: " + to_string(out[i].kind) + " " + a.path +
+                                             " is an input of this request; it would be overwritten");
   }
   return out;
 }
@@ -131,13 +158,29 @@ json write_outputs(const CachedFrame& f, const PostSettings& ps, const std::vect
   t.postprocess_ms += ms_since(t0);
   if (cancelled()) throw RpcError(kCancelled, method + ": cancelled; no output written");
   t0 = Clock::now();
+  auto image_of = [&](FrameOutput k) -> const Image& {
+    return k == FrameOutput::Matte       ? raw.alpha
+           : k == FrameOutput::Fg        ? raw.fg
+           : k == FrameOutput::Processed ? done.processed
+           : k == FrameOutput::Comp      ? done.comp
+                                         : raw.hint;
+  };
+  // Every shared-memory output is checked (size, existence) before anything is written, so
+  // a request that fails on its third output has not written its first two.
+  for (const auto& o : outs)
+    if (o.where.shm) {
+      const Image& im = image_of(o.kind);
+      const auto& sh = *o.where.shm;
+      if (sh.width != im.width || sh.height != im.height)
+        throw RpcError(kInvalidParams, method + ": outputs: " + to_string(o.kind) + ": the shared-memory block is " +
+                                           std::to_string(sh.width) + "x" + std::to_string(sh.height) +
+                                           "; the frame is " + std::to_string(im.width) + "x" +
+                                           std::to_string(im.height) + "; nothing was written");
+      check_shm(sh, method + ": outputs: " + to_string(o.kind));
+    }
   json written = json::object();
   for (const auto& o : outs) {
-    const Image& im = o.kind == FrameOutput::Matte       ? raw.alpha
-                      : o.kind == FrameOutput::Fg        ? raw.fg
-                      : o.kind == FrameOutput::Processed ? done.processed
-                      : o.kind == FrameOutput::Comp      ? done.comp
-                                                         : raw.hint;
+    const Image& im = image_of(o.kind);
     if (o.where.shm) write_shm(*o.where.shm, im, method + ": outputs: " + to_string(o.kind));
     else write_frame_output(o.kind, o.where.path, im, compression);
     written[to_string(o.kind)] = o.where.shm ? o.where.shm->name : o.where.path;
@@ -219,13 +262,24 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
     const RawFrame& raw = entry->raw;
     const PostSettings ps = serve_post(post, raw.backing);
     StageTimings t = raw.timings;
-    const auto t_total = Clock::now();
-    json written = write_outputs(*entry, ps, outs, compression, t, method, [&] { return job.cancelled(); });
-    t.total_ms += ms_since(t_total);
     std::string frame_id = "f";
     frame_id += std::to_string(next_id_++);
+    // Cached before the outputs are written: when an output fails, the error names the
+    // frame_id, and frame.repost writes the outputs without keying it again.
+    const bool kept = cache_.put(frame_id, entry);  // false: too large for --cache-mb
+    const auto t_total = Clock::now();
+    json written;
+    try {
+      written = write_outputs(*entry, ps, outs, compression, t, method, [&] { return job.cancelled(); });
+    } catch (const std::exception& e) {
+      json err = error_object(e);
+      json data = err.contains("data") ? err["data"] : json::object();
+      if (kept) data["frame_id"] = frame_id;
+      throw RpcError(err["code"].get<int>(), err["message"].get<std::string>(), data);
+    }
+    t.total_ms += ms_since(t_total);
     json result = frame_result(frame_id, job.id, s->id, raw, std::move(written), t, queue_ms, cached);
-    result["repost"] = cache_.put(frame_id, std::move(entry));  // false: too large for --cache-mb
+    result["repost"] = kept;
     return result;
   };
 }

@@ -4,6 +4,8 @@
 
 #include <corridorkey/errors.h>
 
+#include <algorithm>
+
 namespace corridorkey::serve {
 
 using nlohmann::json;
@@ -37,11 +39,40 @@ json notification(const std::string& method, json params) {
   return {{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}};
 }
 
+namespace {
+/// Deepest nesting of [ and { outside strings. nlohmann's parser is iterative, but copying
+/// and destroying a value recurse: 200 000 nested arrays overflow the stack (SIGSEGV), so
+/// depth is checked on the text before anything is built.
+int nesting_depth(const std::string& s, int limit) {
+  int depth = 0, worst = 0;
+  bool in_string = false, escaped = false;
+  for (char c : s) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      worst = std::max(worst, ++depth);
+      if (worst > limit) return worst;
+    } else if (c == ']' || c == '}') --depth;
+  }
+  return worst;
+}
+}  // namespace
+
 Request parse_request(const std::string& line, json* id_seen) {
+  if (nesting_depth(line, kMaxDepth) > kMaxDepth)
+    throw RpcError(kInvalidRequest, "request nested deeper than " + std::to_string(kMaxDepth) +
+                                        " levels of [ and {: refused before parsing");
   json j;
   try {
     j = json::parse(line);
   } catch (const json::parse_error& e) {
+    throw RpcError(kParseError, std::string("not JSON: ") + e.what());
+  } catch (const json::exception& e) {  // a number out of range (1e400): not JSON we can read
     throw RpcError(kParseError, std::string("not JSON: ") + e.what());
   }
   if (!j.is_object()) throw RpcError(kInvalidRequest, "a request is a JSON object, got " + std::string(j.type_name()));

@@ -49,6 +49,9 @@ nlohmann::json error_reply(const nlohmann::json& id, int code, const std::string
 nlohmann::json result_reply(const nlohmann::json& id, nlohmann::json result);
 nlohmann::json notification(const std::string& method, nlohmann::json params);
 
+/// Deepest [ / { nesting a request may have (the protocol needs 4).
+constexpr int kMaxDepth = 64;
+
 /// A request line, checked: an object with "jsonrpc": "2.0", a string "method", "params"
 /// an object (or absent), "id" a string, number or null (absent: a notification, no reply).
 struct Request {

@@ -91,9 +91,18 @@ EngineOptions Server::load_options(const json& params, const std::string& method
   return o;
 }
 
+/// Models stay loaded until the server exits: a client asking for one setting after
+/// another (img_size 512, 520, ...) must not load engines until memory runs out.
+constexpr std::size_t kMaxModels = 8;
+
 std::shared_ptr<ModelSlot> Server::slot_for(EngineOptions o, const std::string& profile) {
   const std::string id = model_key(o, /*include_post=*/false);
   std::lock_guard<std::mutex> l(models_m_);
+  if (!models_.count(id) && models_.size() >= kMaxModels)
+    throw RpcError(kBusy, "the server holds " + std::to_string(kMaxModels) +
+                              " models already (one per distinct checkpoint, profile and engine "
+                              "settings); reuse one (its model_id) or restart the server",
+                   json{{"kind", "busy"}, {"models", models_.size()}});
   auto& s = models_[id];
   if (!s) {
     s = std::make_shared<ModelSlot>();
@@ -141,6 +150,9 @@ std::shared_ptr<ModelSlot> Server::model_for(const Conn& c, const json& params, 
   if (post_in_key) {  // clip.key with other post settings: its own engine, keyed with them
     const std::string id = model_key(o, true);
     std::lock_guard<std::mutex> l(models_m_);
+    if (!models_.count(id) && models_.size() >= kMaxModels)
+      throw RpcError(kBusy, "the server holds " + std::to_string(kMaxModels) + " models already",
+                     json{{"kind", "busy"}, {"models", models_.size()}});
     auto& s = models_[id];
     if (!s) {
       s = std::make_shared<ModelSlot>();
@@ -205,13 +217,14 @@ std::shared_ptr<Job> Server::enqueue(const std::shared_ptr<ModelSlot>& s, const 
     j->id = "j";
     j->id += std::to_string(next_id_++);
   }
+  j->key = std::to_string(c->serial) + "/" + j->id;
   j->conn = c;
   j->rpc_id = r.id;
   j->reply = r.has_id;
   j->run = std::move(run);
   {
     std::lock_guard<std::mutex> l(jobs_m_);
-    auto& slot = jobs_[j->id];
+    auto& slot = jobs_[j->key];
     if (auto old = slot.lock())
       throw RpcError(kInvalidParams, r.method + ": job_id '" + j->id + "' is already queued or running");
     slot = j;
@@ -220,7 +233,7 @@ std::shared_ptr<Job> Server::enqueue(const std::shared_ptr<ModelSlot>& s, const 
     std::lock_guard<std::mutex> l(s->m);
     if (s->closing || static_cast<int>(s->queue.size()) >= cfg_.queue_limit) {
       std::lock_guard<std::mutex> lj(jobs_m_);
-      jobs_.erase(j->id);
+      jobs_.erase(j->key);
       if (s->closing) throw RpcError(kCancelled, r.method + ": the server is stopping");
       throw RpcError(kBusy, r.method + ": model " + s->id + " has " + std::to_string(s->queue.size()) +
                                 " requests waiting (--queue-limit " + std::to_string(cfg_.queue_limit) +
@@ -236,7 +249,7 @@ std::shared_ptr<Job> Server::enqueue(const std::shared_ptr<ModelSlot>& s, const 
 void Server::finish_job(Job& j, const json* result, const std::exception* error) {
   {
     std::lock_guard<std::mutex> l(jobs_m_);
-    auto it = jobs_.find(j.id);
+    auto it = jobs_.find(j.key);
     if (it != jobs_.end() && it->second.lock().get() == &j) jobs_.erase(it);
   }
   if (!j.reply) return;
@@ -315,13 +328,13 @@ json Server::engine_info() {
           {"limits", {{"max_request_bytes", cfg_.max_request_bytes}, {"queue_limit", cfg_.queue_limit}}}};
 }
 
-json Server::job_cancel(const json& params) {
+json Server::job_cancel(const Conn& c, const json& params) {
   const auto id = param_string(params, "job_id", "job.cancel");
   if (id.empty()) throw RpcError(kInvalidParams, "job.cancel: \"job_id\" is required");
   std::lock_guard<std::mutex> l(jobs_m_);
-  auto it = jobs_.find(id);
+  auto it = jobs_.find(std::to_string(c.serial) + "/" + id);  // this client's jobs only
   auto j = it == jobs_.end() ? nullptr : it->second.lock();
-  if (!j) throw RpcError(kInvalidParams, "job.cancel: no job '" + id + "' is queued or running");
+  if (!j) throw RpcError(kInvalidParams, "job.cancel: no job '" + id + "' of this client is queued or running");
   const bool running = j->running.load();
   j->cancel = true;
   j->stop_clip = true;
@@ -349,7 +362,7 @@ void Server::dispatch(const std::shared_ptr<Conn>& c, const Request& r) {
   }
   if (m == "server.auth") return reply({{"authenticated", true}});
   if (m == "engine.info") return reply(engine_info());
-  if (m == "job.cancel") return reply(job_cancel(r.params));
+  if (m == "job.cancel") return reply(job_cancel(*c, r.params));
   if (m == "server.shutdown") {
     halt_ = true;
     return reply({{"stopping", true}});
@@ -390,6 +403,7 @@ void Server::handle(const std::shared_ptr<Conn>& c, const std::string& line) {
     dispatch(c, r);
   } catch (const std::exception& e) {
     if (has_id) c->send(error_reply(id, e));  // a notification gets no reply, even an error
+    if (!c->authed) c->drop = true;           // TCP: anything but server.auth first ends it
   }
 }
 
@@ -436,13 +450,26 @@ void Server::watch_signal() {
   }
 }
 
+void Server::reap_readers(std::vector<Reader>& readers) {
+  // A reader whose client has gone is joined now, not at shutdown: a daemon that serves
+  // thousands of connections keeps only the live ones.
+  for (auto it = readers.begin(); it != readers.end();) {
+    if (it->done->load()) {
+      it->thread.join();
+      it = readers.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 int Server::run() {
   std::thread watcher([this] { watch_signal(); });
-  std::vector<std::thread> readers;
+  std::vector<Reader> readers;
   std::string unix_path;
   auto stop_all = [&] {
     halt_ = true;
-    for (auto& t : readers) t.join();
+    for (auto& r : readers) r.thread.join();
     std::vector<std::shared_ptr<ModelSlot>> slots;
     {
       std::lock_guard<std::mutex> l(models_m_);
@@ -470,6 +497,7 @@ int Server::run() {
       std::fflush(stdout);
       ::dup2(STDERR_FILENO, STDOUT_FILENO);
       auto c = std::make_shared<Conn>(STDIN_FILENO, proto, cfg_.max_request_bytes, false, false);
+      c->serial = next_conn_++;
       say("JSON-RPC 2.0 on stdin/stdout, one request per line");
       read_loop(c, /*stdio=*/true);
     } else {
@@ -510,10 +538,17 @@ int Server::run() {
         throw ConfigError("--listen " + cfg_.listen + ": expected stdio, unix:PATH or tcp:127.0.0.1:PORT");
       }
       while (!halt_) {
+        reap_readers(readers);
         const int cfd = accept_client(fd);
         if (cfd < 0) continue;
         auto c = std::make_shared<Conn>(cfd, cfd, cfg_.max_request_bytes, true, tcp);
-        readers.emplace_back([this, c] { read_loop(c, false); });
+        c->serial = next_conn_++;
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        readers.push_back({std::thread([this, c, done] {
+                             read_loop(c, false);
+                             *done = true;
+                           }),
+                           done});
       }
       ::close(fd);
     }

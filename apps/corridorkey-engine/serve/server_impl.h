@@ -40,6 +40,7 @@ struct Conn {
   Conn(int in, int out, std::size_t max, bool owns, bool needs_auth)
       : ch(in, out, max, owns), authed(!needs_auth) {}
   LineChannel ch;
+  uint64_t serial = 0;           // jobs are keyed "<serial>/<job_id>": a client sees only its own
   std::string model_id;          // reader thread only
   bool authed;                   // reader thread only
   bool drop = false;             // reader thread only: close after this request
@@ -49,7 +50,8 @@ struct Conn {
 
 /// A request waiting in, or running on, a model's worker.
 struct Job {
-  std::string id;
+  std::string id;   // the client's job_id
+  std::string key;  // "<conn serial>/<id>" in Server::jobs_
   std::shared_ptr<Conn> conn;
   json rpc_id;
   bool reply = true;                 // false for a JSON-RPC notification (no id)
@@ -90,6 +92,12 @@ struct OutputArg {
   ImageArg where;
 };
 
+/// A connection's reader thread and whether it has ended (then it is joined).
+struct Reader {
+  std::thread thread;
+  std::shared_ptr<std::atomic<bool>> done;
+};
+
 class Server {
  public:
   Server(const ServeConfig& c, const std::atomic<bool>& stop);
@@ -101,8 +109,9 @@ class Server {
   void handle(const std::shared_ptr<Conn>& c, const std::string& line);
   void dispatch(const std::shared_ptr<Conn>& c, const Request& r);
   void watch_signal();
+  static void reap_readers(std::vector<Reader>& readers);
   json engine_info();
-  json job_cancel(const json& params);
+  json job_cancel(const Conn& c, const json& params);
   std::shared_ptr<ModelSlot> slot_for(EngineOptions o, const std::string& profile);
   std::shared_ptr<ModelSlot> find_slot(const std::string& id);
   /// model.load's options: profile + engine settings (top level or in "overrides").
@@ -135,6 +144,8 @@ class Server {
   std::mutex jobs_m_;
   std::map<std::string, std::weak_ptr<Job>> jobs_;
   std::atomic<uint64_t> next_id_{1};
+  std::atomic<uint64_t> next_conn_{1};
+  std::atomic<int> models_count_{0};
   RawCache cache_;
   const Clock::time_point started_ = Clock::now();
 };

@@ -78,10 +78,17 @@ class Mapping {
 
 ShmImage parse_shm(const json& j, const std::string& what) {
   ShmImage s;
+  for (const auto& [k, v] : j.items())
+    if (k != "shm" && k != "width" && k != "height" && k != "channels" && k != "type" && k != "stride")
+      throw RpcError(kInvalidParams, what + ": unknown shared-memory field '" + k +
+                                         "' (shm, width, height, channels, type, stride)");
   s.name = j.at("shm").is_string() ? j.at("shm").get<std::string>() : "";
-  if (s.name.size() < 2 || s.name[0] != '/' || s.name.find('/', 1) != std::string::npos || s.name.size() > 255)
+  const bool printable = std::all_of(s.name.begin(), s.name.end(),
+                                     [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
+  if (s.name.size() < 2 || s.name[0] != '/' || s.name.find('/', 1) != std::string::npos || s.name.size() > 255 ||
+      !printable)
     throw RpcError(kInvalidParams, what + ": \"shm\" must be a POSIX shared-memory name: '/' then "
-                                          "up to 254 characters without '/' (shm_open)");
+                                          "up to 254 printable characters without '/' (shm_open)");
   s.width = int_field(j, "width", what, 1, 1 << 16);
   s.height = int_field(j, "height", what, 1, 1 << 16);
   s.channels = int_field(j, "channels", what, 1, 4);
@@ -95,14 +102,23 @@ ShmImage parse_shm(const json& j, const std::string& what) {
   if (auto st = j.find("stride"); st != j.end() && !st->is_null()) {
     if (!st->is_number_integer() || st->get<int64_t>() < 0)
       throw RpcError(kInvalidParams, what + ": shared-memory \"stride\" must be a byte count >= 0");
+    if (st->get<int64_t>() > static_cast<int64_t>(kMaxShmBytes))
+      throw RpcError(kInvalidParams, what + ": shared-memory stride " + std::to_string(st->get<int64_t>()) +
+                                         " is larger than any block (64 GiB)");
     s.stride = st->get<std::size_t>();
     const std::size_t packed = static_cast<std::size_t>(s.width) * s.channels * s.sample_bytes();
     if (s.stride != 0 && s.stride < packed)
       throw RpcError(kInvalidParams, what + ": shared-memory stride " + std::to_string(s.stride) +
                                          " is less than one row (" + std::to_string(packed) + " bytes)");
   }
+  // width, height <= 65536 and channels <= 4 keep a packed row below 2^21 bytes; the
+  // stride is capped above, so stride * height fits 64 bits: compare it with the cap.
+  if (s.row_bytes() > kMaxShmBytes / static_cast<std::size_t>(s.height))
+    throw RpcError(kInvalidParams, what + ": the shared-memory layout describes more than 64 GiB");
   return s;
 }
+
+void check_shm(const ShmImage& s, const std::string& what) { Mapping m(s, /*writable=*/true, what); }
 
 uint16_t float_to_half(float f) {
   uint32_t x;

@@ -19,6 +19,10 @@
 
 namespace corridorkey::serve {
 
+/// The largest block a layout may describe (64 GiB): 16-bit sizes times any stride below
+/// it cannot overflow 64 bits.
+constexpr std::size_t kMaxShmBytes = std::size_t{64} << 30;
+
 struct ShmImage {
   std::string name;
   int width = 0, height = 0, channels = 0;
@@ -27,6 +31,8 @@ struct ShmImage {
 
   std::size_t sample_bytes() const;
   std::size_t row_bytes() const { return stride ? stride : static_cast<std::size_t>(width) * channels * sample_bytes(); }
+  /// stride * height; parse_shm refuses layouts where it would pass kMaxShmBytes, so this
+  /// cannot wrap.
   std::size_t bytes() const { return row_bytes() * static_cast<std::size_t>(height); }
 };
 
@@ -38,6 +44,10 @@ Image read_shm(const ShmImage& s, const std::string& what);
 /// Maps the block read-write and stores `image` (same width, height, channels) in its type:
 /// integers clamped to 0..1 and rounded, float16 rounded to nearest even.
 void write_shm(const ShmImage& s, const Image& image, const std::string& what);
+
+/// Opens and maps the block as write_shm would (IoError if it is missing or too small)
+/// without writing: outputs are checked before any of them is written.
+void check_shm(const ShmImage& s, const std::string& what);
 
 /// IEEE half <-> float (round to nearest even; overflow to infinity, as OpenEXR's half).
 uint16_t float_to_half(float f);

@@ -62,8 +62,8 @@ struct RawFrame {
 
 /// Keys one frame. A plate on a blue backing is keyed by `blue_engine` (a blue-screen
 /// model) when given, else by `engine` with green and blue swapped. Throws IoError naming
-/// the file (unreadable, NaN-free but no backing for a generated hint, plate and hint of
-/// different shapes), ModelError for a non-finite model output.
+/// the file (unreadable; no backing found to generate a hint against; plate and hint of
+/// different aspect ratios), ModelError for a non-finite model output.
 CORRIDORKEY_API RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine,
                                    FrameSource source, const FrameSettings& settings);
 
