@@ -20,7 +20,8 @@ Image filled(int w, int h, std::vector<float> px) {
   im.width = w;
   im.height = h;
   im.channels = static_cast<int>(px.size());
-  for (int i = 0; i < w * h; ++i) im.pixels.insert(im.pixels.end(), px.begin(), px.end());
+  im.pixels.resize(static_cast<size_t>(w) * h * px.size());  // (not insert(): g++ 12 warns falsely)
+  for (size_t i = 0; i < im.pixels.size(); ++i) im.pixels[i] = px[i % px.size()];
   return im;
 }
 }  // namespace
