@@ -11,7 +11,9 @@ namespace {
 // Each clone is the same plain C++ compiled for one ISA; the loader picks the best one
 // the CPU has (GCC ifunc). The loops are written so GCC vectorizes them (bf16 <-> float
 // as bit shifts, no aliasing, channel loops innermost and contiguous).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer: an ifunc resolver runs while the dynamic loader relocates the
+// library, before the TSan runtime is up, and its instrumented entry crashes the process.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define CK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define CK_CLONES
