@@ -95,8 +95,9 @@ EngineOptions Server::load_options(const json& params, const std::string& method
 /// another (img_size 512, 520, ...) must not load engines until memory runs out.
 constexpr std::size_t kMaxModels = 8;
 
-std::shared_ptr<ModelSlot> Server::slot_for(EngineOptions o, const std::string& profile) {
-  const std::string id = model_key(o, /*include_post=*/false);
+std::shared_ptr<ModelSlot> Server::slot_for(EngineOptions o, const std::string& profile,
+                                            bool include_post) {
+  const std::string id = model_key(o, include_post);
   std::lock_guard<std::mutex> l(models_m_);
   if (!models_.count(id) && models_.size() >= kMaxModels)
     throw RpcError(kBusy, "the server holds " + std::to_string(kMaxModels) +
@@ -147,22 +148,8 @@ std::shared_ptr<ModelSlot> Server::model_for(const Conn& c, const json& params, 
   if (!changed) return base;
   validate_profile(o, method);
   if (model_key(o, post_in_key) == model_key(base->opt, post_in_key)) return base;
-  if (post_in_key) {  // clip.key with other post settings: its own engine, keyed with them
-    const std::string id = model_key(o, true);
-    std::lock_guard<std::mutex> l(models_m_);
-    if (!models_.count(id) && models_.size() >= kMaxModels)
-      throw RpcError(kBusy, "the server holds " + std::to_string(kMaxModels) + " models already",
-                     json{{"kind", "busy"}, {"models", models_.size()}});
-    auto& s = models_[id];
-    if (!s) {
-      s = std::make_shared<ModelSlot>();
-      s->id = id, s->profile = base->profile, s->opt = o;
-      ModelSlot* raw = s.get();
-      s->worker = std::thread([this, raw] { worker_loop(*raw); });
-    }
-    return s;
-  }
-  return slot_for(o, base->profile);
+  // clip.key with other post settings gets its own engine, keyed with them too
+  return slot_for(o, base->profile, post_in_key);
 }
 
 void Server::ensure_loaded(ModelSlot& s) {

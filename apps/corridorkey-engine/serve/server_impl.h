@@ -112,7 +112,10 @@ class Server {
   static void reap_readers(std::vector<Reader>& readers);
   json engine_info();
   json job_cancel(const Conn& c, const json& params);
-  std::shared_ptr<ModelSlot> slot_for(EngineOptions o, const std::string& profile);
+  /// The model of these options (post-processing settings part of its identity only when
+  /// include_post), created with its worker on first use; at most kMaxModels.
+  std::shared_ptr<ModelSlot> slot_for(EngineOptions o, const std::string& profile,
+                                      bool include_post = false);
   std::shared_ptr<ModelSlot> find_slot(const std::string& id);
   /// model.load's options: profile + engine settings (top level or in "overrides").
   EngineOptions load_options(const json& params, const std::string& method, std::string& profile);
@@ -145,7 +148,6 @@ class Server {
   std::map<std::string, std::weak_ptr<Job>> jobs_;
   std::atomic<uint64_t> next_id_{1};
   std::atomic<uint64_t> next_conn_{1};
-  std::atomic<int> models_count_{0};
   RawCache cache_;
   const Clock::time_point started_ = Clock::now();
 };
