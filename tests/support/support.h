@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <unistd.h>
+
 namespace ck_test {
 
 /// Folder written by tests/make_fixtures.py (ctest sets CK_FIXTURES).
@@ -46,8 +48,10 @@ inline std::string read_file(const std::string& path) {
 
 /// A fresh empty folder under the system temp dir.
 inline std::filesystem::path temp_dir(const std::string& tag) {
+  // The pid keeps two suites on one machine (a TSan run beside the plain one, two worktrees)
+  // out of each other's folders: std::rand() is unseeded, so each process draws the same names.
   auto p = std::filesystem::temp_directory_path() /
-           ("ck_test_" + tag + "_" + std::to_string(std::rand()));
+           ("ck_test_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;
