@@ -1,6 +1,7 @@
 #include "functional.h"
 
 #include "attention_cpu.h"
+#include "attention_f32_cpu.h"
 
 #include <optional>
 
@@ -45,12 +46,47 @@ torch::Tensor unrolled_positions(int64_t height, int64_t width, int64_t levels, 
   return unroll(idx, height, width, levels, sy, sx).view({height * width});
 }
 
+namespace {
+
+/// The float32 kernel straight on the qkv projection's output (attention_f32_cpu.h): q, k
+/// and v are read where they lie in [B, T, windows, 3, heads, d] (token n = t * windows + w,
+/// window fastest, as timm orders mask units; windows = 1 is global attention) and the
+/// output is written as [B, Tq * windows, heads * d], the order the projection reads. Only
+/// a pooled q (q_stride > 1) is materialised, a quarter of q. Undefined when it does not apply.
+torch::Tensor native_f32(const torch::Tensor& qkv, int64_t heads, int64_t nw, int64_t q_stride) {
+  const int64_t B = qkv.size(0), N = qkv.size(1), d = qkv.size(-1) / (3 * heads);
+  const int64_t T = N / nw, Tq = T / q_stride, row = 3 * heads * d;
+  kernels::AttentionF32Shape shape{B, nw, heads, Tq, T, d};
+  if (qkv.scalar_type() != torch::kFloat || !qkv.device().is_cpu() || !qkv.is_contiguous() ||
+      !kernels::native_attention_f32_supported(shape) || !kernels::native_attention_f32_available())
+    return {};
+  const float* base = qkv.data_ptr<float>();
+  kernels::AttentionF32View q{base, N * row, row, d, nw * row};
+  torch::Tensor pooled;
+  if (q_stride > 1) {
+    // timm: q.view(B, heads, nw, q_stride, Tq, d).amax(3), sub-token t = j * Tq + i. Here
+    // the same maximum comes out as [B, Tq, nw, heads, d] (contiguous), read by strides.
+    pooled = qkv.view({B, q_stride, Tq, nw, 3, heads, d}).select(4, 0).amax(1);
+    q = {pooled.data_ptr<float>(), Tq * nw * heads * d, heads * d, d, nw * heads * d};
+  }
+  auto out = torch::empty({B, Tq * nw, heads * d}, qkv.options());
+  kernels::native_attention_f32(shape, q, {base + heads * d, N * row, row, d, nw * row},
+                                {base + 2 * heads * d, N * row, row, d, nw * row},
+                                {out.data_ptr<float>(), Tq * nw * heads * d, heads * d, d, nw * heads * d});
+  return out;
+}
+
+}  // namespace
+
 torch::Tensor mask_unit_attention(const torch::Tensor& qkv, int64_t heads, int64_t num_windows,
                                   int64_t q_stride, bool four_d, const torch::Tensor& attn_mask,
                                   bool native) {
   const auto mask = attn_mask.defined() ? std::optional<at::Tensor>(attn_mask) : std::nullopt;
   const int64_t B = qkv.size(0);
   const int64_t d = qkv.size(-1) / (3 * heads);
+  if (native && !mask && qkv.scalar_type() == torch::kFloat) {
+    if (auto o = native_f32(qkv, heads, num_windows, q_stride); o.defined()) return o;
+  }
   if (four_d && num_windows == 1) {
     // [B, N, 3, H, d] -> [3, B, H, N, d]; each of q, k, v made contiguous 4-D.
     auto t = qkv.view({B, -1, 3, heads, d}).permute({2, 0, 3, 1, 4});

@@ -42,8 +42,11 @@ torch::Tensor unrolled_positions(int64_t height, int64_t width, int64_t levels, 
 /// num_windows == 1) hands SDPA contiguous 4-D [B, heads, N, d] so the flash /
 /// memory-efficient kernels run: same result up to summation order (~1e-6 in fp32).
 /// attn_mask (optional, global attention only): [B, 1, 1, N] bool, true = may attend.
-/// native (four_d only): bf16 on a CPU with AVX-512 BF16 runs kernels::native_attention_bf16
-/// instead of LibTorch's SDPA (attention_cpu.h); anything it does not take falls back.
+/// native: the engine's own CPU kernels instead of LibTorch's SDPA. bf16 (four_d, global
+/// only) on a CPU with AVX-512 BF16: kernels::native_attention_bf16 (attention_cpu.h).
+/// float32 (windowed and global) on a CPU with AVX2 + FMA: kernels::native_attention_f32
+/// straight on qkv, no layout copies (attention_f32_cpu.h). Anything a kernel does not
+/// take (a mask, another dtype or device) falls back to SDPA.
 torch::Tensor mask_unit_attention(const torch::Tensor& qkv, int64_t heads, int64_t num_windows,
                                   int64_t q_stride, bool four_d,
                                   const torch::Tensor& attn_mask = {}, bool native = false);

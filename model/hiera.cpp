@@ -82,10 +82,12 @@ void HieraImpl::set_flash_attention(bool on) {
   for (auto& b : block_refs_) b->attn->flash_4d = on;
 }
 
-void HieraImpl::set_native_attention_by_stage(bool stage3, bool stage4) {
-  const int64_t last_width = block_refs_.empty() ? 0 : block_refs_.back()->attn->spec().dim_out;
-  for (auto& b : block_refs_)
-    b->attn->native_attention = b->attn->spec().dim_out == last_width ? stage4 : stage3;
+void HieraImpl::set_native_attention(const std::array<bool, 4>& by_stage) {
+  size_t stage = 0;
+  for (size_t i = 0; i < block_refs_.size(); ++i) {
+    block_refs_[i]->attn->native_attention = by_stage[std::min<size_t>(stage, by_stage.size() - 1)];
+    if (stage < stage_ends_.size() && static_cast<int64_t>(i) == stage_ends_[stage]) ++stage;
+  }
 }
 
 std::vector<torch::Tensor> HieraImpl::forward(const torch::Tensor& input, const BlockHook& hook) {

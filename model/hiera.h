@@ -12,6 +12,7 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
+#include <array>
 #include <functional>
 #include <vector>
 
@@ -27,7 +28,8 @@ class MaskUnitAttentionImpl : public torch::nn::Module {
   /// Global blocks only: run SDPA on contiguous 4-D q/k/v (flash / memory-efficient
   /// kernels) instead of timm's 5-D layout (math kernel, T x T scores materialised).
   bool flash_4d = false;
-  /// With flash_4d: bf16 CPU attention through the native AVX-512 BF16 kernel.
+  /// The engine's CPU kernels instead of SDPA: bf16 global attention (with flash_4d) through
+  /// the AVX-512 BF16 kernel, float32 windowed or global attention through the AVX2 kernel.
   bool native_attention = false;
 
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
@@ -81,9 +83,10 @@ class HieraImpl : public torch::nn::Module {
 
   /// Switch the 4-D SDPA layout on/off for every global-attention block.
   void set_flash_attention(bool on);
-  /// Native attention in the global blocks of the third stage and of the last stage
-  /// separately (the measured plan decides each shape on its own).
-  void set_native_attention_by_stage(bool stage3, bool stage4);
+  /// The engine's own CPU attention kernels per stage (index 0 = the first stage), as the
+  /// measured plan decided each shape; functional::mask_unit_attention says which kernel
+  /// takes which dtype and falls back to SDPA for the rest.
+  void set_native_attention(const std::array<bool, 4>& by_stage);
   const HieraConfig& config() const { return cfg_; }
   int64_t grid() const { return grid_; }
 

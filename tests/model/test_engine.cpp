@@ -9,8 +9,10 @@
 #include <catch2/catch.hpp>
 
 #include "model/sample_input.h"
+#include "runtime/host_blocks.h"
 #include "runtime/model_runner.h"
 #include "support/planar.h"
+#include "attention_f32_cpu.h"
 #include "support/support.h"
 
 #include <cmath>
@@ -142,6 +144,53 @@ TEST_CASE("native bf16 attention: same matte as LibTorch's bf16 attention within
   CHECK(d.alpha > 0);  // a different kernel really ran
   CHECK(d.alpha <= 3e-2);
   CHECK(d.fg <= 3e-2);
+}
+
+TEST_CASE("native fp32 attention: the matte of LibTorch's SDPA within fp32 rounding", "[model]") {
+  auto base = tiny("original");
+  base.model_precision = Precision::Float32;
+  base.flash_attention = true;
+  auto native = base;
+  native.native_attention = AutoSwitch::On;
+  OptimizedEngine e(native);
+  if (!corridorkey::kernels::native_attention_f32_available()) {
+    std::cout << "SKIPPED: no AVX2 + FMA here, the native kernel does not run\n";
+    CHECK(e.info().attention == "4-D SDPA");
+    return;
+  }
+  CHECK(e.info().attention == "native fp32 kernel in every stage");
+  const auto calls = corridorkey::kernels::native_attention_f32_calls();
+  const auto d = drift(base, native, 256);
+  // Every block of the tiny encoder ran through it (5 blocks per forward, at least one forward).
+  CHECK(corridorkey::kernels::native_attention_f32_calls() >= calls + 5);
+  INFO("alpha " << d.alpha << " fg " << d.fg);
+  CHECK(d.alpha <= 1e-5);
+  CHECK(d.fg <= 1e-5);
+}
+
+TEST_CASE("the host block cache moves tensors, not the matte", "[model]") {
+  auto off = tiny("optimized");
+  off.model_precision = Precision::Float32;
+  off.host_block_cache = false;
+  auto on = off;
+  on.host_block_cache = true;
+  const auto before = corridorkey::detail::host_block_stats();
+  const auto in = seeded(256, 11);
+  const auto a = OptimizedEngine(off).run_model(in);
+  OptimizedEngine cached(on);
+  const auto b1 = cached.run_model(in);
+  const auto mid = corridorkey::detail::host_block_stats();
+  const auto b2 = cached.run_model(in);
+  const auto after = corridorkey::detail::host_block_stats();
+  CHECK(max_diff(a.alpha, b1.alpha) == 0);
+  CHECK(max_diff(a.fg, b1.fg) == 0);
+  CHECK(max_diff(a.alpha, b2.alpha) == 0);
+  CHECK(max_diff(a.fg, b2.fg) == 0);
+  // The refiner's 256^2 x 64 float maps (16 MiB) went through the cache, and the second
+  // frame reused the first one's blocks instead of mapping new ones.
+  CHECK(mid.misses > before.misses);
+  CHECK(after.hits - mid.hits >= 9);
+  CHECK(after.mapped <= after.high_water);
 }
 
 TEST_CASE("optimized profile at fp32 stays within 1e-4 of original", "[model]") {

@@ -4,6 +4,8 @@
 #include "group_norm_apply.h"
 #include "group_norm_cpu.h"
 #include "attention_cpu.h"
+#include "attention_f32_cpu.h"
+#include "model/functional.h"
 #include "support/support.h"
 
 #include <catch2/catch.hpp>
@@ -170,4 +172,47 @@ TEST_CASE("native bf16 attention matches float32 SDPA as closely as LibTorch's b
   CHECK_FALSE(K::native_attention_supported(f32, f32, f32));
   auto odd = torch::randn({1, 2, 8, 55}).to(torch::kBFloat16);
   CHECK_FALSE(K::native_attention_supported(odd, odd, odd));
+}
+
+TEST_CASE("native fp32 attention matches float64 attention to fp32 rounding, in Hiera's layouts", "[unit]") {
+  namespace F = corridorkey::model::functional;
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    std::cout << "SKIPPED: no AVX2 + FMA on this CPU; the kernel is not used\n";
+    CHECK_FALSE(K::native_attention_f32_available());
+    return;
+  }
+  REQUIRE(K::native_attention_f32_available());
+  // hiera_base_plus's attention shapes (d 56) at a small size, straight on qkv as the blocks
+  // hand it over: windowed stages 1-2 (64- and 16-token mask units, pooled q at the widening
+  // blocks), global stages 3-4 (pooled q at block 21), plus odd tails and another d.
+  struct Case {
+    int64_t tokens, heads, windows, q_stride, d;
+  };
+  for (const Case c : {Case{4096, 2, 64, 1, 56}, Case{4096, 4, 64, 4, 56}, Case{1024, 4, 64, 1, 56},
+                       Case{1024, 8, 64, 4, 56}, Case{256, 8, 1, 1, 56}, Case{256, 16, 1, 4, 56},
+                       Case{333, 3, 1, 1, 64}, Case{300, 2, 3, 1, 24}, Case{17, 1, 1, 1, 8}}) {
+    INFO("tokens " << c.tokens << " heads " << c.heads << " windows " << c.windows << " q_stride "
+                   << c.q_stride << " d " << c.d);
+    auto qkv = torch::randn({2, c.tokens, 3 * c.heads * c.d}) * 1.5;
+    const auto truth = F::mask_unit_attention(qkv.to(torch::kDouble), c.heads, c.windows, c.q_stride,
+                                              c.windows == 1).to(torch::kFloat);
+    const auto sdpa = F::mask_unit_attention(qkv, c.heads, c.windows, c.q_stride, c.windows == 1);
+    const auto calls = K::native_attention_f32_calls();
+    const auto ours = F::mask_unit_attention(qkv, c.heads, c.windows, c.q_stride, c.windows == 1, {}, true);
+    REQUIRE(K::native_attention_f32_calls() == calls + 1);  // the kernel ran, not a fallback
+    REQUIRE(ours.sizes() == truth.sizes());
+    const double e_ours = ck_test::max_abs_diff(ours, truth), e_sdpa = ck_test::max_abs_diff(sdpa, truth);
+    INFO("max abs error: native " << e_ours << ", LibTorch SDPA " << e_sdpa);
+    CHECK(e_ours <= 4 * e_sdpa + 1e-6);
+    CHECK(e_ours < 1e-5);
+  }
+  // What it does not take stays with SDPA: a mask, bf16, d not a multiple of 8.
+  const auto calls = K::native_attention_f32_calls();
+  auto qkv = torch::randn({1, 64, 3 * 2 * 56});
+  auto mask = torch::ones({1, 1, 1, 64}, torch::kBool);
+  CHECK(ck_test::max_abs_diff(F::mask_unit_attention(qkv, 2, 1, 1, true, mask, true),
+                              F::mask_unit_attention(qkv, 2, 1, 1, true, mask, false)) == 0);
+  F::mask_unit_attention(qkv.to(torch::kBFloat16), 2, 1, 1, true, {}, true);
+  F::mask_unit_attention(torch::randn({1, 64, 3 * 2 * 12}), 2, 1, 1, true, {}, true);
+  CHECK(K::native_attention_f32_calls() == calls);
 }

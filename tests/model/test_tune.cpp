@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "attention_f32_cpu.h"
 #include "runtime/tune_cache.h"
 #include "runtime/tune_plan.h"
 #include "support/support.h"
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 using namespace corridorkey;
 using Catch::Matchers::Contains;
@@ -174,4 +176,36 @@ TEST_CASE("a job pins the planning machine's precision", "[model][tune]") {
   auto fixed = tuned(TuneMode::Auto);
   fixed.model_precision = Precision::Float32;
   CHECK(planned_precision(fixed).first == Precision::Float32);
+}
+
+TEST_CASE("the plan times the fp32 attention kernel per stage and keeps the faster", "[model][tune]") {
+  if (!corridorkey::kernels::native_attention_f32_available()) {
+    std::cout << "SKIPPED: no AVX2 + FMA here, the float32 kernel does not run\n";
+    return;
+  }
+  CacheFile cache;
+  auto o = tuned();
+  o.model_precision = Precision::Float32;
+  const char* stages[] = {"native_attention.stage1", "native_attention.stage2",
+                          "native_attention.stage3", "native_attention.stage4"};
+  corridorkey::detail::inject_trial_delay("native", 400);
+  OptimizedEngine slow_native(o);
+  for (const char* s : stages) {
+    CHECK(decision(slow_native.info(), s).value == "false");
+    CHECK(decision(slow_native.info(), s).source == "plan");
+  }
+  CHECK(slow_native.info().attention == "4-D SDPA");
+
+  corridorkey::detail::inject_trial_delay("", 0);
+  corridorkey::detail::inject_trial_delay("sdpa", 400);
+  OptimizedEngine slow_sdpa(o);
+  for (const char* s : stages) CHECK(decision(slow_sdpa.info(), s).value == "true");
+  CHECK(slow_sdpa.info().attention == "native fp32 kernel in every stage");
+
+  // An explicit value wins over a plan that would differ.
+  o.native_attention = AutoSwitch::Off;
+  OptimizedEngine off(o);
+  CHECK(off.info().attention == "4-D SDPA");
+  CHECK(decision(off.info(), "native_attention").source == "flag");
+  CHECK(off.info().tune.find("native_attention.stage1") == nullptr);
 }

@@ -90,6 +90,12 @@ struct EngineOptions {
   bool disable_cudnn_benchmark = false;
   /// Release the caching allocator's free blocks between encoder, decoders and refiner.
   bool cache_clearing = false;
+  /// CPU tensors of 1 MiB and more from the engine's block cache: mapped with transparent
+  /// huge pages and reused from frame to frame instead of mapped, faulted in and zeroed
+  /// anew by every tensor (glibc mmaps each request above 32 MiB). Bit-identical results;
+  /// never maps more than the most the process has needed at once. Process-wide: each
+  /// engine applies its value when it is built.
+  bool host_block_cache = false;
   CompileMode compile_mode = CompileMode::None;
   Precision model_precision = Precision::Float32;
   /// Autocast: weights stay float32, matmuls/convs run in model_precision's half type.

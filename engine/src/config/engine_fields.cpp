@@ -89,6 +89,9 @@ std::vector<Field<O>> rows() {
       {{"--cudnn-benchmark", "false"}, {"--no-cudnn-benchmark", "true"}}));
   r.push_back(switch_row<O>("cache_clearing", P, &O::cache_clearing,
                             "release cached allocator blocks between stages"));
+  r.push_back(switch_row<O>("host_block_cache", P, &O::host_block_cache,
+                            "CPU tensors >= 1 MiB from a reused, huge-page block cache "
+                            "(bit-identical; process-wide)"));
   r.push_back(choice_row<O, CompileMode>(
       "compile_mode", P, &O::compile_mode,
       {{"none", CompileMode::None}, {"default", CompileMode::Default},

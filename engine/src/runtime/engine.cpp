@@ -28,6 +28,7 @@ BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
   info.device = choose_device(opt.device, probe_devices());
   device = torch::Device(info.device);
   if (opt.track_host_memory) detail::install_cpu_memory_tracker();
+  detail::set_host_block_cache(opt.host_block_cache);
   detail::apply_global_switches(opt, device.is_cuda(), info.notes);
   detail::rethrow_torch("loading the model", [&] {
     if (opt.checkpoint.empty() && opt.random_weights_arch.empty())

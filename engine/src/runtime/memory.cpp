@@ -1,5 +1,7 @@
 #include "runtime/memory.h"
 
+#include "runtime/host_blocks.h"
+
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #ifdef CK_WITH_CUDA
@@ -31,36 +33,50 @@ void raise(std::atomic<uint64_t>& peak, uint64_t now) {
   }
 }
 
-// Same memory source as LibTorch's default CPU allocator (c10::alloc_cpu: aligned, and
-// honours its env knobs), plus byte counting. data == context, as raw_allocate() requires.
+// Small requests: the same memory source as LibTorch's default CPU allocator (c10::alloc_cpu:
+// aligned, and honours its env knobs). Large ones, with the block cache on: host_blocks.h.
+// Every request is counted. data == context, as raw_allocate() requires.
+std::atomic<bool> g_blocks_on{false};
+
+struct Allocation {
+  size_t size;
+  bool block;
+};
 std::mutex g_sizes_mutex;
-std::unordered_map<void*, size_t>& sizes() {
-  static std::unordered_map<void*, size_t> m;
-  return m;
+std::unordered_map<void*, Allocation>& sizes() {
+  static auto* m = new std::unordered_map<void*, Allocation>;  // outlives static tensors
+  return *m;
 }
 
 void counting_free(void* p) {
   if (!p) return;
-  size_t n = 0;
+  Allocation a{0, false};
   {
     std::lock_guard<std::mutex> lock(g_sizes_mutex);
     auto it = sizes().find(p);
     if (it != sizes().end()) {
-      n = it->second;
+      a = it->second;
       sizes().erase(it);
     }
   }
-  g_live.fetch_sub(n);
-  c10::free_cpu(p);
+  g_live.fetch_sub(a.size);
+  if (a.block) host_block_free(p);
+  else c10::free_cpu(p);
 }
 
 class CountingAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) override {
-    void* data = n ? c10::alloc_cpu(n) : nullptr;
+    void* data = nullptr;
+    bool block = false;
+    if (n >= kHostBlockMin && g_blocks_on.load(std::memory_order_relaxed)) {
+      data = host_block_alloc(n);
+      block = data != nullptr;
+    }
+    if (!data && n) data = c10::alloc_cpu(n);  // throws on failure, as LibTorch's does
     if (data) {
       std::lock_guard<std::mutex> lock(g_sizes_mutex);
-      sizes()[data] = n;
+      sizes()[data] = {n, block};
     }
     const uint64_t now = g_live.fetch_add(n) + n;
     raise(g_peak, now);
@@ -88,6 +104,12 @@ void reset_rss_peak() {
 }
 
 }  // namespace
+
+void set_host_block_cache(bool on) {
+  if (on) install_cpu_memory_tracker();
+  g_blocks_on.store(on);
+  if (!on) host_block_release();
+}
 
 void install_cpu_memory_tracker() {
   static std::once_flag once;
@@ -174,15 +196,19 @@ uint64_t free_memory_bytes(const torch::Device& device) {
 }
 
 void release_free_memory() {
+  host_block_release();
 #ifdef __GLIBC__
   ::malloc_trim(0);
 #endif
 }
 
 void empty_device_cache(const torch::Device& device) {
-  // CPU: the C heap is LibTorch's cache there; give its free pages back between stages
-  // so one stage's freed activations do not add to the next stage's peak.
-  if (device.is_cpu()) release_free_memory();
+  // CPU: give the C heap's free pages back between stages so one stage's freed activations
+  // do not add to the next stage's peak. The block cache stays: it never maps more than the
+  // most the process has needed at once (host_blocks.h), and the next frame reuses it.
+#ifdef __GLIBC__
+  if (device.is_cpu()) ::malloc_trim(0);
+#endif
 #ifdef CK_WITH_CUDA
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
 #endif

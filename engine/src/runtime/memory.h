@@ -13,6 +13,11 @@ namespace corridorkey::detail {
 
 /// Installs the counting CPU allocator (idempotent, process-wide).
 void install_cpu_memory_tracker();
+/// Large CPU tensors from the block cache (host_blocks.h: huge pages, reused between frames)
+/// or from LibTorch's allocator. Process-wide: each engine applies its options' value when
+/// it is built; results are bit-identical either way (only where the bytes live changes).
+/// Off also unmaps the cached blocks.
+void set_host_block_cache(bool on);
 
 class PeakMemoryScope {
  public:
@@ -34,7 +39,8 @@ uint64_t live_bytes(const torch::Device& device);
 /// MemAvailable from /proc/meminfo (0 when unknown: callers then take the safe path).
 uint64_t free_memory_bytes(const torch::Device& device);
 
-/// Returns the C heap's free pages to the OS (glibc malloc_trim); a no-op elsewhere.
+/// Unmaps the block cache's free blocks and returns the C heap's free pages to the OS
+/// (glibc malloc_trim).
 void release_free_memory();
 
 /// Releases cached allocator blocks on `device` (CUDA caching allocator, MPS heap).

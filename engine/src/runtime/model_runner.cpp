@@ -7,6 +7,7 @@
 #include "runtime/memory.h"
 #include "timing.h"
 #include "attention_cpu.h"
+#include "attention_f32_cpu.h"
 #include "model/tiled_refiner.h"
 
 #include <ATen/autocast_mode.h>
@@ -137,9 +138,9 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
     const auto* d = plan->find(option);
     return d && d->value == "true";
   };
-  native3_ = o.flash_attention && stage_native("native_attention.stage3");
-  native4_ = o.flash_attention && stage_native("native_attention.stage4");
-  net_->encoder->model->set_native_attention_by_stage(native3_, native4_);
+  for (size_t i = 0; i < native_.size(); ++i)
+    native_[i] = o.flash_attention && stage_native(("native_attention.stage" + std::to_string(i + 1)).c_str());
+  net_->encoder->model->set_native_attention(native_);
   net_->set_fused_decoders(o.fused_decoder);
   if (o.channels_last) net_->to_channels_last();
   choose_refiner(notes);
@@ -227,12 +228,24 @@ ModelRunner::~ModelRunner() = default;
 
 std::string ModelRunner::attention_kind() const {
   if (!opt_.flash_attention) return "5-D SDPA (math kernel)";
-  const bool bf16 = (autocast_ ? autocast_dtype_ : weight_dtype_) == torch::kBFloat16;
-  if (!(device_.is_cpu() && bf16 && kernels::native_attention_available()) || !(native3_ || native4_))
-    return "4-D SDPA";
-  if (native3_ && native4_) return "native bf16 kernel (AVX-512 BF16)";
-  return native3_ ? "native bf16 kernel in stage 3, 4-D SDPA in stage 4"
-                  : "4-D SDPA in stage 3, native bf16 kernel in stage 4";
+  const auto dt = autocast_ ? autocast_dtype_ : weight_dtype_;
+  // Which stages the engine's kernel runs: bf16 global stages (3, 4) with AVX-512 BF16,
+  // float32 stages with AVX2 + FMA; SDPA everywhere else.
+  std::string kernel;
+  std::array<bool, 4> on{};
+  if (device_.is_cpu() && dt == torch::kBFloat16 && kernels::native_attention_available()) {
+    kernel = "native bf16 kernel";
+    on = {false, false, native_[2], native_[3]};
+  } else if (device_.is_cpu() && dt == torch::kFloat && !autocast_ && kernels::native_attention_f32_available()) {
+    kernel = "native fp32 kernel";
+    on = native_;
+  }
+  std::string stages;
+  for (size_t i = 0; i < on.size(); ++i)
+    if (on[i]) stages += (stages.empty() ? "" : ",") + std::to_string(i + 1);
+  if (stages.empty()) return "4-D SDPA";
+  if (stages == "1,2,3,4") return kernel + " in every stage";
+  return kernel + " in stage " + stages + ", SDPA elsewhere";
 }
 
 std::string ModelRunner::refiner_kind() const {

@@ -9,6 +9,7 @@
 #include "model/green_former.h"
 #include "model/token_routing.h"
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -100,7 +101,7 @@ class ModelRunner {
   torch::ScalarType autocast_dtype_ = torch::kBFloat16;
   ExecKind exec_ = ExecKind::Eager;
   int degraded_ = 0;  // on_oom steps taken
-  bool native3_ = false, native4_ = false;  // native attention kernel per global stage
+  std::array<bool, 4> native_{};  // the engine's attention kernel per encoder stage
   bool tiled_ = false;
   uint64_t whole_image_bytes_ = 0;
   std::unique_ptr<Graph> graph_;

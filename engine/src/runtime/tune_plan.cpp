@@ -5,9 +5,11 @@
 #include <corridorkey/version.h>
 
 #include "attention_cpu.h"
+#include "attention_f32_cpu.h"
 #include "config/log.h"
 #include "config/option_table.h"
 #include "model/decoder_head.h"
+#include "model/functional.h"
 #include "model/hiera.h"
 #include "model/json_reader.h"
 #include "model/refiner.h"
@@ -22,6 +24,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -82,6 +85,10 @@ struct Shapes {
   int64_t tokens3 = 0, tokens4 = 0;
   int64_t blocks = 0;
   bool has_global = false;
+  /// Per encoder stage: its first block that neither pools nor widens (else its first
+  /// block), and the tokens that block takes in (0: the architecture has no such stage).
+  std::array<model::BlockSpec, 4> stage;
+  std::array<int64_t, 4> stage_tokens{};
 };
 
 /// The global-attention blocks the trials time: the first non-pooling global block of the
@@ -103,6 +110,23 @@ Shapes shapes_of(const model::GreenFormerConfig& cfg) {
     s.stage4 = b, s.tokens4 = n;  // the last one seen: the final stage
   }
   s.has_global = got3;
+  // Every stage's first plain block (else its first block, pooling q), with the tokens it
+  // takes in, for the float32 attention kernel (windowed stages too).
+  const auto ends = model::stage_ends(cfg.encoder);
+  n = grid * grid;
+  size_t st = 0;
+  bool plain = false;
+  for (size_t i = 0; i < specs.size() && st < s.stage.size(); ++i) {
+    const auto& b = specs[i];
+    const bool is_plain = b.q_stride == 1 && b.dim == b.dim_out;
+    if (s.stage_tokens[st] == 0 || (is_plain && !plain)) {
+      s.stage[st] = b;
+      s.stage_tokens[st] = n;
+      plain = is_plain;
+    }
+    if (b.q_stride > 1) n /= b.q_stride;
+    if (st < ends.size() && static_cast<int64_t>(i) == ends[st]) ++st, plain = false;
+  }
   return s;
 }
 
@@ -122,6 +146,21 @@ struct Trials {
     blk->attn->native_attention = native;
     auto x = torch::randn({1, tokens, spec.dim}).to(dtype);
     return time_ms(candidate, 1, 1, [&] { blk->forward(x); });
+  }
+
+  /// One block's attention alone (qkv in, before the projection) at its real shape, in
+  /// float32, through SDPA or the engine's kernel: the rest of the block is the same either way.
+  double attention(const model::BlockSpec& spec, int64_t tokens, bool native,
+                   const std::string& candidate) const {
+    const int64_t nw = spec.mask_unit_attn ? tokens / (spec.q_stride * spec.window_size) : 1;
+    auto qkv = torch::randn({1, tokens, 3 * spec.dim_out});
+    // Global attention grows with tokens^2: past 1024 px (4096 tokens at stage 3) one timed
+    // run is long enough to be steady, and a second would add seconds to the first job.
+    const int reps = spec.mask_unit_attn || tokens <= 4096 ? 2 : 1;
+    return time_ms(candidate, 1, reps, [&] {
+      model::functional::mask_unit_attention(qkv, spec.heads, nw, spec.q_stride,
+                                             opt.flash_attention && nw == 1, {}, native);
+    });
   }
 
   double decoder(torch::ScalarType dtype, const std::string& candidate) const {
@@ -210,7 +249,9 @@ std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg
   std::ostringstream k;
   k.imbue(std::locale::classic());  // numbers in every locale
   const auto& e = cfg.encoder;
-  k << "engine " << CORRIDORKEY_VERSION_STRING << "; torch " << TORCH_VERSION << "; "
+  // "plan 2": the float32 attention kernel's per-stage trials; a plan cached before them
+  // (which never timed it) is not reused.
+  k << "engine " << CORRIDORKEY_VERSION_STRING << "; plan 2; torch " << TORCH_VERSION << "; "
     << (device.is_cpu() ? cpu_identity() : device.str()) << "; threads " << at::get_num_threads()
     << "; " << cfg.arch << " " << e.embed_dim << "/" << e.num_heads << "/";
   for (size_t i = 0; i < e.stages.size(); ++i) k << (i ? "-" : "") << e.stages[i];
@@ -281,6 +322,8 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
                          " threads (once; cached in " + plan.cache_path + ")");
     Trials tr{opt, cfg, sh, opt.channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous};
     const bool native_open = opt.native_attention == AutoSwitch::Auto && native_kernel;
+    const bool native_f32_open = opt.native_attention == AutoSwitch::Auto && opt.flash_attention &&
+                                 !opt.mixed_precision && kernels::native_attention_f32_available();
     // Native attention per global stage, in bf16 (the kernel is bf16-only).
     auto native_decisions = [&](std::vector<TuneDecision>& out, double& best_blk3) {
       if (!sh.has_global) return;
@@ -354,6 +397,17 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
         native_decisions(plan.decisions, unused);
       }
     }
+    // The float32 kernel per encoder stage (windowed and global): same result within fp32
+    // rounding (test_kernels.cpp), so the faster wins, shape by shape.
+    if (precision == "float32" && native_f32_open) {
+      for (size_t i = 0; i < sh.stage.size(); ++i) {
+        if (sh.stage_tokens[i] == 0) continue;
+        const double sdpa = tr.attention(sh.stage[i], sh.stage_tokens[i], false, "sdpa");
+        const double nat = tr.attention(sh.stage[i], sh.stage_tokens[i], true, "native");
+        plan.decisions.push_back({"native_attention.stage" + std::to_string(i + 1), nat < sdpa ? "true" : "false",
+                                  "plan", "", {{"native", nat}, {"sdpa", sdpa}}});
+      }
+    }
     if (opt.tiled_refiner == RefinerTiling::Auto && cfg.img_size > opt.tile_size &&
         whole_fits(dtype_of(precision))) {
       const auto [whole, tiled] = tr.refiner_tiling(dtype_of(precision));
@@ -384,15 +438,20 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
   if (p && opt.model_precision == Precision::Auto && cpu)
     opt.model_precision = p->value == "bfloat16" ? Precision::BFloat16 : Precision::Float32;
   const bool bf16 = opt.model_precision == Precision::BFloat16;
+  const bool f32 = opt.model_precision == Precision::Float32 && !opt.mixed_precision;
   if (opt.native_attention == AutoSwitch::Auto) {
-    if (!plan.find("native_attention.stage3")) {
+    if (!plan.find("native_attention.stage3") && !plan.find("native_attention.stage1")) {
       const char* why = !opt.flash_attention ? "needs flash_attention"
-                        : !bf16             ? "bf16-only kernel; precision is not bfloat16"
-                        : !native_kernel    ? "needs AVX-512 BF16, which this CPU lacks"
+                        : !cpu              ? "CPU kernels only"
+                        : f32 && !kernels::native_attention_f32_available()
+                            ? "the float32 kernel needs AVX2 + FMA, which this CPU lacks"
+                        : f32               ? "no attention block in this architecture"
+                        : !bf16             ? "kernels for bfloat16 and float32 only"
+                        : !native_kernel    ? "the bf16 kernel needs AVX-512 BF16, which this CPU lacks"
                                             : "no global attention in this architecture";
       plan.decisions.push_back({"native_attention", "false", "only", why, {}});
     }
-  } else if (bf16 && native_kernel) {
+  } else if ((bf16 && native_kernel) || (f32 && cpu && kernels::native_attention_f32_available())) {
     plan.decisions.push_back({"native_attention", to_string(opt.native_attention), "flag", "", {}});
   }
   if (opt.tiled_refiner == RefinerTiling::Auto) {

@@ -1,0 +1,392 @@
+#include "attention_f32_cpu.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CK_HAVE_X86 1
+// Only these functions use AVX2 / FMA; they run only after the CPU check below.
+#define CK_AVX2 __attribute__((target("avx2,fma")))
+#endif
+
+namespace corridorkey::kernels {
+namespace {
+
+// Tiles. A task owns up to kMq query rows of one problem and walks the keys in blocks of
+// kKb. Its scores (kMq x kKb x 4 B = 48 KiB), output rows (kMq x d x 4 B = 21 KiB at d 56)
+// and the key block (packed K and V rows, 2 x 28 KiB at d 56) stay in the 512 KiB L2 of a
+// Zen 3 core; a micro-tile's V rows (kKb x 32 dims x 4 B = 16 KiB) stay in its 32 KiB L1.
+constexpr int64_t kMq = 96;   // query rows per task (a multiple of 3, 4 and 6)
+constexpr int64_t kKb = 128;  // keys per block (a multiple of kNr)
+constexpr int64_t kNr = 16;   // keys per packed group: two ymm registers
+constexpr int kMr = 6;        // query rows per q k^T micro-tile: 6 x 2 accumulators
+
+#ifdef CK_HAVE_X86
+
+/// 2^x by 2^n 2^f with n = round(x), f in [-0.5, 0.5] and 2^f by its degree-7 Taylor
+/// polynomial in f ln 2 (truncation <= 5e-9 relative: within 1-2 ulp of exp2f). Arguments
+/// below -126 give 2^-126, the smallest normal float: a probability that small next to the
+/// row's largest, 1, changes no sum. The softmax's scale and log2(e) fold into one FMA
+/// before it, so the exp costs no Cody-Waite reduction.
+CK_AVX2 inline __m256 exp2_ps(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));
+  const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 f = _mm256_sub_ps(x, n);
+  __m256 p = _mm256_set1_ps(1.5252733804059841e-05f);
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.5403530393381609e-04f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-03f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6181291076284772e-03f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5504108664821580e-02f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022650695910071e-01f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718055994531e-01f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+CK_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+CK_AVX2 inline float hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/// Lanes [0, n) set, n in 0..8.
+CK_AVX2 inline __m256 lanes_below(int64_t n) {
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), iota));
+}
+
+/// K rows [0, nk) (row stride s_seq) -> groups of kNr keys, each [d][kNr]: row t of a group
+/// is two ymm loads holding dimension t of 16 keys. Keys past nk are zero.
+void pack_k(const float* k, int64_t s_seq, int64_t nk, int64_t d, float* out) {
+  const int64_t groups = (nk + kNr - 1) / kNr;
+  for (int64_t g = 0; g < groups; ++g) {
+    float* dst = out + g * d * kNr;
+    for (int64_t j = 0; j < kNr; ++j) {
+      const int64_t key = g * kNr + j;
+      if (key < nk) {
+        const float* src = k + key * s_seq;
+        for (int64_t t = 0; t < d; ++t) dst[t * kNr + j] = src[t];
+      } else {
+        for (int64_t t = 0; t < d; ++t) dst[t * kNr + j] = 0.f;
+      }
+    }
+  }
+}
+
+/// Rows [0, n) of a strided [n, d] matrix -> contiguous. Hiera's q, k and v rows lie
+/// 3 * heads * d floats apart in qkv (5.4 KiB at stage 3): a 128-key block of V read in
+/// place touches 168 pages and one cache set in four, read contiguously it is 28 KiB of L1.
+void pack_rows(const float* src, int64_t s_seq, int64_t n, int64_t d, float* out) {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * d, src + i * s_seq, sizeof(float) * static_cast<size_t>(d));
+}
+
+/// S[r][0..16) = q_r . k_j for kMr query rows (pointers; duplicates allowed) and one group
+/// of keys, of which the first `live` are real; folds the real scores into each row's
+/// running maximum vmax[r] (8 lanes), so the softmax needs no separate pass for it.
+CK_AVX2 inline void qk_tile(const float* const* q, const float* kg, int64_t d, float* const* s,
+                            float* const* vmax, int64_t live) {
+  __m256 acc[kMr][2];
+  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t t = 0; t < d; ++t) {
+    const __m256 b0 = _mm256_loadu_ps(kg + t * kNr);
+    const __m256 b1 = _mm256_loadu_ps(kg + t * kNr + 8);
+    for (int r = 0; r < kMr; ++r) {
+      const __m256 a = _mm256_broadcast_ss(q[r] + t);
+      acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m256 m0 = lanes_below(live);  // all lanes when live >= 8
+  const __m256 m1 = lanes_below(live - 8);
+  for (int r = 0; r < kMr; ++r) {
+    _mm256_storeu_ps(s[r], acc[r][0]);
+    _mm256_storeu_ps(s[r] + 8, acc[r][1]);
+    __m256 mx = _mm256_max_ps(_mm256_blendv_ps(ninf, acc[r][0], m0), _mm256_blendv_ps(ninf, acc[r][1], m1));
+    _mm256_storeu_ps(vmax[r], _mm256_max_ps(_mm256_loadu_ps(vmax[r]), mx));
+  }
+}
+
+/// O[r][c0 .. c0 + 8 NV) += sum over keys j < kb of P[r][j] V[j] for R rows (pointers;
+/// duplicates allowed: a duplicate computes and stores the same values).
+template <int R, int NV>
+CK_AVX2 inline void pv_tile(const float* const* p, const float* v, int64_t s_seq, int64_t kb,
+                            float* const* o, int64_t c0) {
+  __m256 acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int z = 0; z < NV; ++z) acc[r][z] = _mm256_loadu_ps(o[r] + c0 + 8 * z);
+  for (int64_t j = 0; j < kb; ++j) {
+    const float* vj = v + j * s_seq + c0;
+    __m256 b[NV];
+    for (int z = 0; z < NV; ++z) b[z] = _mm256_loadu_ps(vj + 8 * z);
+    for (int r = 0; r < R; ++r) {
+      const __m256 a = _mm256_broadcast_ss(p[r] + j);
+      for (int z = 0; z < NV; ++z) acc[r][z] = _mm256_fmadd_ps(a, b[z], acc[r][z]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int z = 0; z < NV; ++z) _mm256_storeu_ps(o[r] + c0 + 8 * z, acc[r][z]);
+}
+
+/// Rows [0, rows) of O (row stride ldo) += P V, in chunks of up to 4 vectors (32 dims),
+/// each with as many rows as keep 12 accumulators in registers.
+template <int R, int NV>
+CK_AVX2 void pv_chunk(const float* p, int64_t ldp, const float* v, int64_t s_seq, int64_t kb,
+                      float* o, int64_t ldo, int64_t rows, int64_t c0) {
+  for (int64_t r0 = 0; r0 < rows; r0 += R) {
+    const float* pr[R];
+    float* orow[R];
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = std::min<int64_t>(r0 + r, rows - 1);
+      pr[r] = p + row * ldp;
+      orow[r] = o + row * ldo;
+    }
+    pv_tile<R, NV>(pr, v, s_seq, kb, orow, c0);
+  }
+}
+
+CK_AVX2 void pv_rows(const float* p, int64_t ldp, const float* v, int64_t s_seq, int64_t kb,
+                     float* o, int64_t ldo, int64_t rows, int64_t d) {
+  int64_t c0 = 0;
+  for (; c0 + 32 <= d; c0 += 32) pv_chunk<3, 4>(p, ldp, v, s_seq, kb, o, ldo, rows, c0);
+  switch ((d - c0) / 8) {
+    case 3: pv_chunk<4, 3>(p, ldp, v, s_seq, kb, o, ldo, rows, c0); break;
+    case 2: pv_chunk<6, 2>(p, ldp, v, s_seq, kb, o, ldo, rows, c0); break;
+    case 1: pv_chunk<6, 1>(p, ldp, v, s_seq, kb, o, ldo, rows, c0); break;
+    default: break;
+  }
+}
+
+/// Online-softmax step for one query row and a block of raw scores s[0..kbp) of which the
+/// first `valid` are real keys, whose maximum qk_tile gathered in vmax: turns them into
+/// probabilities in place (0 past `valid`), rescales the row's output if its running max m
+/// moved, and updates the running sum l. m is kept in log2 units (scaled scores times
+/// log2 e), so each probability is one FMA and an exp2.
+CK_AVX2 void softmax_row(float* s, int64_t kbp, int64_t valid, float scale2, __m256 vmax, float& m,
+                         float& l, float* o, int64_t d) {
+  const float m_new = std::max(m, hmax(vmax) * scale2);
+  const float alpha = m == -std::numeric_limits<float>::infinity() ? 0.f : std::exp2(m - m_new);
+  const __m256 mv = _mm256_set1_ps(m_new), sc = _mm256_set1_ps(scale2);
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t j = 0; j < kbp; j += 8) {
+    __m256 e = exp2_ps(_mm256_fmsub_ps(_mm256_loadu_ps(s + j), sc, mv));
+    if (j + 8 > valid) e = _mm256_and_ps(e, lanes_below(valid - j));
+    _mm256_storeu_ps(s + j, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  l = l * alpha + hsum(sum);
+  m = m_new;
+  if (alpha != 1.0f) {
+    const __m256 av = _mm256_set1_ps(alpha);
+    for (int64_t t = 0; t < d; t += 8) _mm256_storeu_ps(o + t, _mm256_mul_ps(_mm256_loadu_ps(o + t), av));
+  }
+}
+
+struct Scratch {
+  std::vector<float> s, o, q, kp, v;
+  std::vector<float> m, l;
+  std::vector<float> vmax;  // 8 lanes per row: the running maximum of its raw scores
+};
+
+/// Query rows [i0, i1) of one problem (q rows qs apart); kp: its packed keys; v: its values,
+/// contiguous [nk, d].
+CK_AVX2 void attend(const float* q_in, int64_t qs, const float* kp, const float* v, float* out,
+                    int64_t os, int64_t i0, int64_t i1, int64_t nk, int64_t d, float scale,
+                    Scratch& w) {
+  const float scale2 = scale * 1.44269504088896341f;  // scores -> log2 units
+  const int64_t rows = i1 - i0, vs = d;
+  w.q.resize(static_cast<size_t>(kMq * d));
+  pack_rows(q_in + i0 * qs, qs, rows, d, w.q.data());
+  const float* q = w.q.data();
+  w.s.resize(static_cast<size_t>(kMq * kKb));
+  w.o.assign(static_cast<size_t>(rows * d), 0.f);
+  w.m.assign(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
+  w.l.assign(static_cast<size_t>(rows), 0.f);
+  float* s = w.s.data();
+  float* o = w.o.data();
+  for (int64_t k0 = 0; k0 < nk; k0 += kKb) {
+    const int64_t valid = std::min(kKb, nk - k0), kbp = (valid + kNr - 1) / kNr * kNr;
+    w.vmax.assign(static_cast<size_t>(rows * 8), -std::numeric_limits<float>::infinity());
+    for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
+      const float* qr[kMr];
+      float* sr[kMr];
+      float* vm[kMr];
+      for (int r = 0; r < kMr; ++r) {
+        const int64_t row = std::min<int64_t>(r0 + r, rows - 1);
+        qr[r] = q + row * d;
+        sr[r] = s + row * kKb;
+        vm[r] = w.vmax.data() + row * 8;
+      }
+      for (int64_t g = 0; g < kbp / kNr; ++g) {
+        float* sg[kMr];
+        for (int r = 0; r < kMr; ++r) sg[r] = sr[r] + g * kNr;
+        qk_tile(qr, kp + (k0 / kNr + g) * d * kNr, d, sg, vm, valid - g * kNr);
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      softmax_row(s + r * kKb, kbp, valid, scale2, _mm256_loadu_ps(w.vmax.data() + r * 8),
+                  w.m[static_cast<size_t>(r)], w.l[static_cast<size_t>(r)], o + r * d, d);
+    pv_rows(s, kKb, v + k0 * vs, vs, valid, o, d, rows, d);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m256 inv = _mm256_set1_ps(1.0f / w.l[static_cast<size_t>(r)]);
+    float* dst = out + (i0 + r) * os;
+    for (int64_t t = 0; t < d; t += 8)
+      _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_loadu_ps(o + r * d + t), inv));
+  }
+}
+
+bool cpu_has_avx2_fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
+#endif  // CK_HAVE_X86
+
+bool self_test();
+
+std::atomic<uint64_t> g_calls{0};
+
+}  // namespace
+
+uint64_t native_attention_f32_calls() { return g_calls.load(); }
+
+bool native_attention_f32_supported(const AttentionF32Shape& s) {
+  return s.d > 0 && s.d % 8 == 0 && s.d <= 256 && s.nq > 0 && s.nk > 0 && s.batch > 0 &&
+         s.windows > 0 && s.heads > 0;
+}
+
+void native_attention_f32(const AttentionF32Shape& s, const AttentionF32View& q,
+                          const AttentionF32View& k, const AttentionF32View& v,
+                          const AttentionF32Out& out) {
+  if (!native_attention_f32_supported(s))
+    throw std::invalid_argument("native_attention_f32: unsupported shape (d " + std::to_string(s.d) +
+                                ", nq " + std::to_string(s.nq) + ", nk " + std::to_string(s.nk) + ")");
+  g_calls.fetch_add(1, std::memory_order_relaxed);
+#ifdef CK_HAVE_X86
+  const int64_t problems = s.batch * s.windows * s.heads, d = s.d;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const int64_t groups = (s.nk + kNr - 1) / kNr, kp_size = groups * kNr * d;
+  const int64_t tiles = (s.nq + kMq - 1) / kMq;
+  auto offset = [&](int64_t p, int64_t sb, int64_t sw, int64_t sh) {
+    const int64_t h = p % s.heads, w = (p / s.heads) % s.windows, b = p / (s.heads * s.windows);
+    return b * sb + w * sw + h * sh;
+  };
+  // Several query tiles per problem (global attention): pack each problem's keys and values
+  // once, in parallel (O(N d) against the O(N^2 d) that follows). One tile per problem (mask
+  // units): each task packs its own few.
+  std::vector<float> packed, values;
+  const int64_t v_size = s.nk * d;
+  if (tiles > 1) {
+    packed.resize(static_cast<size_t>(problems * kp_size));
+    values.resize(static_cast<size_t>(problems * v_size));
+    at::parallel_for(0, problems, 1, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        pack_k(k.data + offset(p, k.s_batch, k.s_window, k.s_head), k.s_seq, s.nk, d,
+               packed.data() + p * kp_size);
+        pack_rows(v.data + offset(p, v.s_batch, v.s_window, v.s_head), v.s_seq, s.nk, d,
+                  values.data() + p * v_size);
+      }
+    });
+  }
+  at::parallel_for(0, problems * tiles, 1, [&](int64_t b, int64_t e) {
+    thread_local Scratch w;
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t p = t / tiles, i0 = (t % tiles) * kMq, i1 = std::min(s.nq, i0 + kMq);
+      const float *kp, *vp;
+      if (tiles > 1) {
+        kp = packed.data() + p * kp_size;
+        vp = values.data() + p * v_size;
+      } else {
+        w.kp.resize(static_cast<size_t>(kp_size));
+        w.v.resize(static_cast<size_t>(v_size));
+        pack_k(k.data + offset(p, k.s_batch, k.s_window, k.s_head), k.s_seq, s.nk, d, w.kp.data());
+        pack_rows(v.data + offset(p, v.s_batch, v.s_window, v.s_head), v.s_seq, s.nk, d, w.v.data());
+        kp = w.kp.data();
+        vp = w.v.data();
+      }
+      attend(q.data + offset(p, q.s_batch, q.s_window, q.s_head), q.s_seq, kp, vp,
+             out.data + offset(p, out.s_batch, out.s_window, out.s_head), out.s_seq, i0, i1, s.nk,
+             d, scale, w);
+    }
+  });
+#else
+  (void)q, (void)k, (void)v, (void)out;
+  throw std::invalid_argument("native_attention_f32: built without x86 AVX2 support");
+#endif
+}
+
+namespace {
+/// Against a float64 softmax(q k^T / sqrt(d)) v on odd sizes that exercise every tail (row
+/// tiles, key blocks, 8-lane masks, each pv chunk width) and strided, interleaved inputs.
+bool self_test() {
+  try {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    struct Case { int64_t nq, nk, d; };
+    for (const Case c : {Case{77, 77, 56}, Case{21, 300, 56}, Case{130, 17, 64}, Case{5, 33, 8},
+                         Case{97, 129, 24}, Case{3, 1, 16}}) {
+      const int64_t H = 2, row = 3 * H * c.d;  // [N, 3, H, d] as Hiera's qkv projection lays it out
+      const int64_t n = std::max(c.nq, c.nk);
+      std::vector<float> qkv(static_cast<size_t>(n * row));
+      for (auto& x : qkv) x = 2.0f * nd(rng);
+      std::vector<float> out(static_cast<size_t>(c.nq * H * c.d), 0.f);
+      AttentionF32Shape s{1, 1, H, c.nq, c.nk, c.d};
+      native_attention_f32(s, {qkv.data(), 0, 0, c.d, row}, {qkv.data() + H * c.d, 0, 0, c.d, row},
+                           {qkv.data() + 2 * H * c.d, 0, 0, c.d, row},
+                           {out.data(), 0, 0, c.d, H * c.d});
+      const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < c.nq; ++i) {
+          std::vector<double> w(static_cast<size_t>(c.nk));
+          double mx = -1e300, sum = 0;
+          for (int64_t j = 0; j < c.nk; ++j) {
+            double dot = 0;
+            for (int64_t t = 0; t < c.d; ++t)
+              dot += double(qkv[i * row + h * c.d + t]) * double(qkv[j * row + H * c.d + h * c.d + t]);
+            w[j] = dot * scale;
+            mx = std::max(mx, w[j]);
+          }
+          for (auto& x : w) sum += (x = std::exp(x - mx));
+          for (int64_t t = 0; t < c.d; ++t) {
+            double acc = 0;
+            for (int64_t j = 0; j < c.nk; ++j) acc += w[j] * double(qkv[j * row + 2 * H * c.d + h * c.d + t]);
+            if (!(std::fabs(acc / sum - out[i * H * c.d + h * c.d + t]) <= 1e-4)) return false;
+          }
+        }
+    }
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+}  // namespace
+
+bool native_attention_f32_available() {
+  static std::once_flag once;
+  static bool ok = false;
+#ifdef CK_HAVE_X86
+  std::call_once(once, [] { ok = cpu_has_avx2_fma() && self_test(); });
+#else
+  (void)once;
+#endif
+  return ok;
+}
+
+}  // namespace corridorkey::kernels
