@@ -24,6 +24,9 @@ class MaskUnitAttentionImpl : public torch::nn::Module {
   explicit MaskUnitAttentionImpl(const BlockSpec& spec);
   /// attn_mask: see functional::mask_unit_attention (token routing's padded batches).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& attn_mask = {});
+  /// The attention itself: qkv projection output in, [B, N / q_stride, dim_out] out, before
+  /// the output projection.
+  torch::Tensor core(const torch::Tensor& qkv_out, const torch::Tensor& attn_mask = {});
   const BlockSpec& spec() const { return spec_; }
   /// Global blocks only: run SDPA on contiguous 4-D q/k/v (flash / memory-efficient
   /// kernels) instead of timm's 5-D layout (math kernel, T x T scores materialised).
@@ -53,11 +56,24 @@ class HieraBlockImpl : public torch::nn::Module {
   explicit HieraBlockImpl(const BlockSpec& spec);
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& attn_mask = {});
   const BlockSpec& spec() const { return attn->spec(); }
+  /// > 0: the token-wise parts of a block that keeps its width (LN1 + qkv; proj + residual,
+  /// LN2 + MLP + residual) run over this many token rows at a time, so the 4x-wide MLP
+  /// hidden rows and the normalised rows stay in cache instead of streaming through memory
+  /// (stage 1 at 1024: 65536 x 448 floats = 117 MiB per MLP), where that was measured to pay
+  /// (chunk_pays). Bit-identical to the whole rows: every op is row-wise, and GEMM row
+  /// slices reduce in the same order (test_functional, test_engine).
+  int64_t token_chunk = 0;
+  /// Whether chunking a block of this width over `rows` tokens paid in the measurements.
+  bool chunk_pays(int64_t rows) const;
+  bool chunk_always = false;  // tests: chunk whatever chunk_pays says
 
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
   MaskUnitAttention attn{nullptr};
   Mlp mlp{nullptr};
   torch::nn::Linear proj{nullptr};  // only in expanding blocks (dim != dim_out)
+
+ private:
+  torch::Tensor forward_chunked(const torch::Tensor& x);
 };
 TORCH_MODULE(HieraBlock);
 
@@ -87,6 +103,8 @@ class HieraImpl : public torch::nn::Module {
   /// measured plan decided each shape; functional::mask_unit_attention says which kernel
   /// takes which dtype and falls back to SDPA for the rest.
   void set_native_attention(const std::array<bool, 4>& by_stage);
+  /// HieraBlockImpl::token_chunk for every block (0: whole rows).
+  void set_token_chunk(int64_t rows);
   const HieraConfig& config() const { return cfg_; }
   int64_t grid() const { return grid_; }
 

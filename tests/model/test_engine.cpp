@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "model/hiera.h"
 #include "model/sample_input.h"
 #include "runtime/host_blocks.h"
 #include "runtime/model_runner.h"
@@ -191,6 +192,24 @@ TEST_CASE("the host block cache moves tensors, not the matte", "[model]") {
   CHECK(mid.misses > before.misses);
   CHECK(after.hits - mid.hits >= 9);
   CHECK(after.mapped <= after.high_water);
+}
+
+TEST_CASE("token chunks change nothing in the matte", "[model][slow]") {
+  // hiera_base_plus at 512: stage 1 (16384 tokens, 448-wide MLP rows: 28 MiB) and stage 2 are
+  // where chunking pays, so the chunked path really runs there.
+  auto whole = load_profile("original");
+  whole.random_weights_arch = "hiera_base_plus";
+  whole.img_size = 512;
+  whole.device = "cpu";
+  corridorkey::model::HieraBlock stage1({112, 112, 2, 1, 64, true, 448});
+  REQUIRE(stage1->chunk_pays(16384));
+  auto chunked = whole;
+  chunked.token_chunk = 300;  // leaves a tail chunk
+  const auto in = seeded(512, 11);
+  const auto a = OriginalEngine(whole).run_model(in);
+  const auto b = OriginalEngine(chunked).run_model(in);
+  CHECK(max_diff(a.alpha, b.alpha) == 0);
+  CHECK(max_diff(a.fg, b.fg) == 0);
 }
 
 TEST_CASE("optimized profile at fp32 stays within 1e-4 of original", "[model]") {

@@ -1,4 +1,5 @@
 #include "model/functional.h"
+#include "model/hiera.h"
 #include "support/support.h"
 
 #include <catch2/catch.hpp>
@@ -55,4 +56,32 @@ TEST_CASE("windowed attention only mixes tokens of the same mask unit", "[unit]"
       const bool same = torch::equal(out[0][t * nw + w], base[0][t * nw + w]);
       REQUIRE(same == (w != 1));
     }
+}
+
+TEST_CASE("token-chunked blocks equal whole-row blocks bit for bit", "[unit]") {
+  // hiera_base_plus's stage-1 block (112 wide, 2 heads, 64-token mask units) and a global
+  // stage-3 block, at small token counts; chunks that divide the rows and chunks that leave
+  // a tail, in float32 and bfloat16.
+  namespace M = corridorkey::model;
+  M::BlockSpec windowed{112, 112, 2, 1, 64, true, 448};
+  M::BlockSpec global{448, 448, 8, 1, 0, false, 1792};
+  for (const auto& [spec, tokens] : {std::pair{windowed, int64_t{4096}}, std::pair{global, int64_t{256}}}) {
+    for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      M::HieraBlock blk(spec);
+      blk->chunk_always = true;  // these sizes are below where chunking pays (chunk_pays)
+      blk->eval();
+      blk->to(dtype);
+      torch::NoGradGuard ng;
+      auto x = torch::randn({1, tokens, spec.dim}).to(dtype);
+      const auto whole = blk->forward(x);
+      for (int64_t chunk : {int64_t{512}, int64_t{100}}) {
+        blk->token_chunk = chunk;
+        const auto chunked = blk->forward(x);
+        INFO("tokens " << tokens << " dim " << spec.dim << " chunk " << chunk << " " << dtype);
+        if (dtype == torch::kFloat) CHECK(torch::equal(whole, chunked));
+        else CHECK(ck_test::max_abs_diff(whole.to(torch::kFloat), chunked.to(torch::kFloat)) <= 0.05);
+      }
+      blk->token_chunk = 0;
+    }
+  }
 }

@@ -66,6 +66,11 @@ struct EngineOptions {
   /// plan times both per attention shape (it lost 2.6 s a frame on a Xeon without AMX and
   /// won on a Zen 5); with tune off, Auto means on.
   AutoSwitch native_attention = AutoSwitch::Off;
+  /// Token rows per chunk in the token-wise parts of the encoder blocks that keep their
+  /// width (LN + qkv before the attention; projection, residuals, LN and MLP after it), so
+  /// the MLP's 4x-wide hidden rows stay in cache: 0 = whole rows (the reference's way).
+  /// Bit-identical results (every op is row-wise; test_engine.cpp).
+  int64_t token_chunk = 0;
   /// Decoder heads without the 1024-channel concatenation (linear_fuse folded into the
   /// per-scale projections, 256 channels resized per scale): ~4x less decoder memory,
   /// fp32 effect <= 1e-5 on alpha/fg.

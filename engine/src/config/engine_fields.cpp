@@ -63,6 +63,10 @@ std::vector<Field<O>> rows() {
           "bf16 CPU global attention through the engine's AVX-512 BF16 kernel: true, false, "
           "or auto = the measured plan times it against LibTorch's SDPA per attention shape"),
       {{"--native-attention", "true"}, {"--no-native-attention", "false"}}));
+  r.push_back(int_row<O, int64_t>("token_chunk", P, &O::token_chunk, 0, 1 << 24,
+                                  "token rows per chunk in the encoder blocks' token-wise parts "
+                                  "(LN, projections, MLP; 0 = whole rows); bit-identical",
+                                  "0 or a row count, e.g. 512"));
   r.push_back(switch_row<O>("fused_decoder", P, &O::fused_decoder,
                             "decoders without the 1024-channel concat (linear_fuse folded)"));
   r.push_back(with_aliases(with_shortcuts(

@@ -141,6 +141,7 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
   for (size_t i = 0; i < native_.size(); ++i)
     native_[i] = o.flash_attention && stage_native(("native_attention.stage" + std::to_string(i + 1)).c_str());
   net_->encoder->model->set_native_attention(native_);
+  net_->encoder->model->set_token_chunk(o.token_chunk);
   net_->set_fused_decoders(o.fused_decoder);
   if (o.channels_last) net_->to_channels_last();
   choose_refiner(notes);

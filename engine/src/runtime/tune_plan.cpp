@@ -144,6 +144,7 @@ struct Trials {
     blk->to(dtype);
     blk->attn->flash_4d = opt.flash_attention;
     blk->attn->native_attention = native;
+    blk->token_chunk = opt.token_chunk;
     auto x = torch::randn({1, tokens, spec.dim}).to(dtype);
     return time_ms(candidate, 1, 1, [&] { blk->forward(x); });
   }
@@ -262,6 +263,7 @@ std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg
     << "; tiled " << to_string(o.tiled_refiner) << " " << o.tile_size << "; flash "
     << o.flash_attention << " fused-dec " << o.fused_decoder << " fused-ref " << o.fused_refiner
     << " channels-last " << o.channels_last << " routing " << o.token_routing;
+  if (o.token_chunk > 0) k << " chunk " << o.token_chunk;  // absent at 0: older keys stay valid
   return k.str();
 }
 
