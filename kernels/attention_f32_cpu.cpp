@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -17,6 +20,8 @@
 #define CK_HAVE_X86 1
 // Only these functions use AVX2 / FMA; they run only after the CPU check below.
 #define CK_AVX2 __attribute__((target("avx2,fma")))
+// The 16-lane variant: the same algorithm, tiles and numerics on zmm registers.
+#define CK_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
 #endif
 
 namespace corridorkey::kernels {
@@ -204,7 +209,7 @@ CK_AVX2 void softmax_row(float* s, int64_t kbp, int64_t valid, float scale2, __m
 struct Scratch {
   std::vector<float> s, o, q, kp, v;
   std::vector<float> m, l;
-  std::vector<float> vmax;  // 8 lanes per row: the running maximum of its raw scores
+  std::vector<float> vmax;  // 8 (AVX2) or 16 (AVX-512) lanes per row: the maximum of its raw scores
 };
 
 /// Query rows [i0, i1) of one problem (q rows qs apart); kp: its packed keys; v: its values,
@@ -255,13 +260,218 @@ CK_AVX2 void attend(const float* q_in, int64_t qs, const float* kp, const float*
   }
 }
 
+// ---- AVX-512: 16 lanes, 32 registers ------------------------------------------------------
+// Same packed keys (groups of 16 keys = one zmm per dimension), same online softmax and the
+// same polynomial; the q k^T micro-tile is 12 rows x 32 keys (24 accumulators) and a P V
+// micro-tile up to 64 output dimensions, the last vector masked (d 56 = 3 x 16 + 8).
+
+constexpr int kMr512 = 12;  // query rows per q k^T micro-tile
+
+// GCC 12's own avx512fintrin.h passes `_mm512_undefined_ps()` (`__m512 __Y = __Y;`) as the
+// unused merge source of unmasked ops, which -Wmaybe-uninitialized reports at every inlined
+// call (GCC bug 105593); nothing here reads an undefined lane.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+CK_AVX512 inline __m512 exp2_ps512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-126.0f));
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(1.5252733804059841e-05f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393381609e-04f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-03f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-03f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-02f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+/// Lanes [0, n) of 16, n any integer.
+inline __mmask16 mask16(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1);
+}
+
+/// S[r][0 .. 16 G) = q_r . k_j for kMr512 rows and G (1 or 2) consecutive key groups, of which
+/// the first `live` keys are real; folds the real scores into vmax[r] (16 lanes).
+template <int G>
+CK_AVX512 inline void qk_tile512(const float* const* q, const float* kg, int64_t d, float* const* s,
+                                 float* const* vmax, int64_t live) {
+  __m512 acc[kMr512][G];
+  for (int r = 0; r < kMr512; ++r)
+    for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < d; ++t) {
+    __m512 b[G];
+    for (int g = 0; g < G; ++g) b[g] = _mm512_loadu_ps(kg + g * d * kNr + t * kNr);
+    for (int r = 0; r < kMr512; ++r) {
+      const __m512 a = _mm512_set1_ps(q[r][t]);
+      for (int g = 0; g < G; ++g) acc[r][g] = _mm512_fmadd_ps(a, b[g], acc[r][g]);
+    }
+  }
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int r = 0; r < kMr512; ++r) {
+    __m512 mx = _mm512_loadu_ps(vmax[r]);
+    for (int g = 0; g < G; ++g) {
+      _mm512_storeu_ps(s[r] + g * kNr, acc[r][g]);
+      mx = _mm512_max_ps(mx, _mm512_mask_mov_ps(ninf, mask16(live - 16 * g), acc[r][g]));
+    }
+    _mm512_storeu_ps(vmax[r], mx);
+  }
+}
+
+/// O[r][c0 .. c0 + 16 NV) += P[r][0..kb) V for R rows; the last vector covers only the lanes
+/// in `tail` (loads masked, so nothing past a row's d is read or written).
+template <int R, int NV>
+CK_AVX512 inline void pv_tile512(const float* const* p, const float* v, int64_t s_seq, int64_t kb,
+                                 float* const* o, int64_t c0, __mmask16 tail) {
+  __m512 acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int z = 0; z < NV; ++z)
+      acc[r][z] = _mm512_maskz_loadu_ps(z == NV - 1 ? tail : static_cast<__mmask16>(0xFFFF), o[r] + c0 + 16 * z);
+  for (int64_t j = 0; j < kb; ++j) {
+    const float* vj = v + j * s_seq + c0;
+    __m512 b[NV];
+    for (int z = 0; z < NV - 1; ++z) b[z] = _mm512_loadu_ps(vj + 16 * z);
+    b[NV - 1] = _mm512_maskz_loadu_ps(tail, vj + 16 * (NV - 1));
+    for (int r = 0; r < R; ++r) {
+      const __m512 a = _mm512_set1_ps(p[r][j]);
+      for (int z = 0; z < NV; ++z) acc[r][z] = _mm512_fmadd_ps(a, b[z], acc[r][z]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int z = 0; z < NV - 1; ++z) _mm512_storeu_ps(o[r] + c0 + 16 * z, acc[r][z]);
+    _mm512_mask_storeu_ps(o[r] + c0 + 16 * (NV - 1), tail, acc[r][NV - 1]);
+  }
+}
+
+template <int R, int NV>
+CK_AVX512 void pv_chunk512(const float* p, int64_t ldp, const float* v, int64_t s_seq, int64_t kb,
+                           float* o, int64_t ldo, int64_t rows, int64_t c0, __mmask16 tail) {
+  for (int64_t r0 = 0; r0 < rows; r0 += R) {
+    const float* pr[R];
+    float* orow[R];
+    for (int r = 0; r < R; ++r) {
+      const int64_t row = std::min<int64_t>(r0 + r, rows - 1);
+      pr[r] = p + row * ldp;
+      orow[r] = o + row * ldo;
+    }
+    pv_tile512<R, NV>(pr, v, s_seq, kb, orow, c0, tail);
+  }
+}
+
+CK_AVX512 void pv_rows512(const float* p, int64_t ldp, const float* v, int64_t s_seq, int64_t kb,
+                          float* o, int64_t ldo, int64_t rows, int64_t d) {
+  int64_t c0 = 0;
+  for (; c0 + 64 <= d; c0 += 64) pv_chunk512<6, 4>(p, ldp, v, s_seq, kb, o, ldo, rows, c0, 0xFFFF);
+  const int64_t rem = d - c0;
+  if (rem == 0) return;
+  const __mmask16 tail = mask16(rem % 16 == 0 ? 16 : rem % 16);
+  switch ((rem + 15) / 16) {
+    case 4: pv_chunk512<6, 4>(p, ldp, v, s_seq, kb, o, ldo, rows, c0, tail); break;
+    case 3: pv_chunk512<8, 3>(p, ldp, v, s_seq, kb, o, ldo, rows, c0, tail); break;
+    case 2: pv_chunk512<12, 2>(p, ldp, v, s_seq, kb, o, ldo, rows, c0, tail); break;
+    default: pv_chunk512<12, 1>(p, ldp, v, s_seq, kb, o, ldo, rows, c0, tail); break;
+  }
+}
+
+CK_AVX512 void softmax_row512(float* s, int64_t kbp, int64_t valid, float scale2, __m512 vmax, float& m,
+                              float& l, float* o, int64_t d) {
+  const float m_new = std::max(m, _mm512_reduce_max_ps(vmax) * scale2);
+  const float alpha = m == -std::numeric_limits<float>::infinity() ? 0.f : std::exp2(m - m_new);
+  const __m512 mv = _mm512_set1_ps(m_new), sc = _mm512_set1_ps(scale2);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < kbp; j += 16) {
+    const __m512 e = _mm512_maskz_mov_ps(mask16(valid - j), exp2_ps512(_mm512_fmsub_ps(_mm512_loadu_ps(s + j), sc, mv)));
+    _mm512_storeu_ps(s + j, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  l = l * alpha + _mm512_reduce_add_ps(sum);
+  m = m_new;
+  if (alpha != 1.0f) {
+    const __m256 av = _mm256_set1_ps(alpha);
+    for (int64_t t = 0; t < d; t += 8) _mm256_storeu_ps(o + t, _mm256_mul_ps(_mm256_loadu_ps(o + t), av));
+  }
+}
+
+CK_AVX512 void attend512(const float* q_in, int64_t qs, const float* kp, const float* v, float* out,
+                         int64_t os, int64_t i0, int64_t i1, int64_t nk, int64_t d, float scale,
+                         Scratch& w) {
+  const float scale2 = scale * 1.44269504088896341f;
+  const int64_t rows = i1 - i0, vs = d;
+  w.q.resize(static_cast<size_t>(kMq * d));
+  pack_rows(q_in + i0 * qs, qs, rows, d, w.q.data());
+  const float* q = w.q.data();
+  w.s.resize(static_cast<size_t>(kMq * kKb));
+  w.o.assign(static_cast<size_t>(rows * d), 0.f);
+  w.m.assign(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
+  w.l.assign(static_cast<size_t>(rows), 0.f);
+  float* s = w.s.data();
+  float* o = w.o.data();
+  for (int64_t k0 = 0; k0 < nk; k0 += kKb) {
+    const int64_t valid = std::min(kKb, nk - k0), groups = (valid + kNr - 1) / kNr, kbp = groups * kNr;
+    w.vmax.assign(static_cast<size_t>(rows * 16), -std::numeric_limits<float>::infinity());
+    for (int64_t r0 = 0; r0 < rows; r0 += kMr512) {
+      const float* qr[kMr512];
+      float* sr[kMr512];
+      float* vm[kMr512];
+      for (int r = 0; r < kMr512; ++r) {
+        const int64_t row = std::min<int64_t>(r0 + r, rows - 1);
+        qr[r] = q + row * d;
+        sr[r] = s + row * kKb;
+        vm[r] = w.vmax.data() + row * 16;
+      }
+      int64_t g = 0;
+      for (; g + 2 <= groups; g += 2) {
+        float* sg[kMr512];
+        for (int r = 0; r < kMr512; ++r) sg[r] = sr[r] + g * kNr;
+        qk_tile512<2>(qr, kp + (k0 / kNr + g) * d * kNr, d, sg, vm, valid - g * kNr);
+      }
+      if (g < groups) {
+        float* sg[kMr512];
+        for (int r = 0; r < kMr512; ++r) sg[r] = sr[r] + g * kNr;
+        qk_tile512<1>(qr, kp + (k0 / kNr + g) * d * kNr, d, sg, vm, valid - g * kNr);
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      softmax_row512(s + r * kKb, kbp, valid, scale2, _mm512_loadu_ps(w.vmax.data() + r * 16),
+                     w.m[static_cast<size_t>(r)], w.l[static_cast<size_t>(r)], o + r * d, d);
+    pv_rows512(s, kKb, v + k0 * vs, vs, valid, o, d, rows, d);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m256 inv = _mm256_set1_ps(1.0f / w.l[static_cast<size_t>(r)]);
+    float* dst = out + (i0 + r) * os;
+    for (int64_t t = 0; t < d; t += 8)
+      _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_loadu_ps(o + r * d + t), inv));
+  }
+}
+
+#pragma GCC diagnostic pop
+
 bool cpu_has_avx2_fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool cpu_has_avx512() {
+  return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq");
+}
 
 #endif  // CK_HAVE_X86
 
-bool self_test();
+enum class Isa : int { none = 0, avx2 = 1, avx512 = 2 };
+
+bool self_test(Isa isa);
+Isa chosen_isa();
+std::atomic<int> g_forced{-1};  // tests: an ISA forced by native_attention_f32_use_isa
 
 std::atomic<uint64_t> g_calls{0};
+
+Isa active_isa() {
+  const int f = g_forced.load(std::memory_order_relaxed);
+  return f >= 0 ? static_cast<Isa>(f) : chosen_isa();
+}
+
+void run(Isa isa, const AttentionF32Shape& s, const AttentionF32View& q, const AttentionF32View& k,
+         const AttentionF32View& v, const AttentionF32Out& out);
 
 }  // namespace
 
@@ -278,7 +488,15 @@ void native_attention_f32(const AttentionF32Shape& s, const AttentionF32View& q,
   if (!native_attention_f32_supported(s))
     throw std::invalid_argument("native_attention_f32: unsupported shape (d " + std::to_string(s.d) +
                                 ", nq " + std::to_string(s.nq) + ", nk " + std::to_string(s.nk) + ")");
+  const Isa isa = active_isa();
+  if (isa == Isa::none) throw std::invalid_argument("native_attention_f32: no usable AVX2 / AVX-512 variant on this CPU");
   g_calls.fetch_add(1, std::memory_order_relaxed);
+  run(isa, s, q, k, v, out);
+}
+
+namespace {
+void run(Isa isa, const AttentionF32Shape& s, const AttentionF32View& q, const AttentionF32View& k,
+         const AttentionF32View& v, const AttentionF32Out& out) {
 #ifdef CK_HAVE_X86
   const int64_t problems = s.batch * s.windows * s.heads, d = s.d;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -321,26 +539,30 @@ void native_attention_f32(const AttentionF32Shape& s, const AttentionF32View& q,
         kp = w.kp.data();
         vp = w.v.data();
       }
-      attend(q.data + offset(p, q.s_batch, q.s_window, q.s_head), q.s_seq, kp, vp,
-             out.data + offset(p, out.s_batch, out.s_window, out.s_head), out.s_seq, i0, i1, s.nk,
-             d, scale, w);
+      const float* qp = q.data + offset(p, q.s_batch, q.s_window, q.s_head);
+      float* op = out.data + offset(p, out.s_batch, out.s_window, out.s_head);
+      if (isa == Isa::avx512)
+        attend512(qp, q.s_seq, kp, vp, op, out.s_seq, i0, i1, s.nk, d, scale, w);
+      else
+        attend(qp, q.s_seq, kp, vp, op, out.s_seq, i0, i1, s.nk, d, scale, w);
     }
   });
 #else
-  (void)q, (void)k, (void)v, (void)out;
+  (void)isa, (void)s, (void)q, (void)k, (void)v, (void)out;
   throw std::invalid_argument("native_attention_f32: built without x86 AVX2 support");
 #endif
 }
 
-namespace {
 /// Against a float64 softmax(q k^T / sqrt(d)) v on odd sizes that exercise every tail (row
-/// tiles, key blocks, 8-lane masks, each pv chunk width) and strided, interleaved inputs.
-bool self_test() {
+/// tiles, key blocks, 8- and 16-lane masks, each pv chunk width) and strided, interleaved
+/// inputs, through the given variant.
+bool self_test(Isa isa) {
   try {
     std::mt19937 rng(7);
     std::normal_distribution<float> nd(0.f, 1.f);
     struct Case { int64_t nq, nk, d; };
-    for (const Case c : {Case{77, 77, 56}, Case{21, 300, 56}, Case{130, 17, 64}, Case{5, 33, 8},
+    for (const Case c : {Case{77, 77, 56}, Case{21, 300, 56}, Case{130, 17, 64}, Case{5, 33, 8}, Case{40, 150, 88},
+                         Case{13, 45, 120}, Case{9, 20, 200},
                          Case{97, 129, 24}, Case{3, 1, 16}}) {
       const int64_t H = 2, row = 3 * H * c.d;  // [N, 3, H, d] as Hiera's qkv projection lays it out
       const int64_t n = std::max(c.nq, c.nk);
@@ -348,7 +570,7 @@ bool self_test() {
       for (auto& x : qkv) x = 2.0f * nd(rng);
       std::vector<float> out(static_cast<size_t>(c.nq * H * c.d), 0.f);
       AttentionF32Shape s{1, 1, H, c.nq, c.nk, c.d};
-      native_attention_f32(s, {qkv.data(), 0, 0, c.d, row}, {qkv.data() + H * c.d, 0, 0, c.d, row},
+      run(isa, s, {qkv.data(), 0, 0, c.d, row}, {qkv.data() + H * c.d, 0, 0, c.d, row},
                            {qkv.data() + 2 * H * c.d, 0, 0, c.d, row},
                            {out.data(), 0, 0, c.d, H * c.d});
       const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
@@ -376,17 +598,81 @@ bool self_test() {
     return false;
   }
 }
+
+/// Median of 3 timed runs (after one warm-up) of a stage-3-like problem: 4 heads x 1024
+/// tokens, d 56 (0.94 GFLOP), in the layout the blocks hand over.
+double time_isa(Isa isa) {
+  const int64_t H = 4, N = 1024, d = 56, row = 3 * H * d;
+  std::vector<float> qkv(static_cast<size_t>(N * row), 0.25f), out(static_cast<size_t>(N * H * d));
+  for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+  const AttentionF32Shape s{1, 1, H, N, N, d};
+  std::vector<double> t;
+  for (int i = 0; i < 4; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    run(isa, s, {qkv.data(), 0, 0, d, row}, {qkv.data() + H * d, 0, 0, d, row},
+        {qkv.data() + 2 * H * d, 0, 0, d, row}, {out.data(), 0, 0, d, H * d});
+    if (i > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[1];
+}
+
+struct Choice {
+  bool avx2 = false, avx512 = false;
+  Isa isa = Isa::none;
+  double ms_avx2 = 0, ms_avx512 = 0;
+};
+
+/// Each variant the CPU can run must pass its self-test. Where both pass, the faster on a
+/// timed problem runs: 16 lanes are not faster everywhere (a CPU may split zmm work in two,
+/// or lower its clock for it), so the flags only nominate.
+const Choice& choice() {
+  static const Choice c = [] {
+    Choice r;
+#ifdef CK_HAVE_X86
+    r.avx2 = cpu_has_avx2_fma() && self_test(Isa::avx2);
+    r.avx512 = cpu_has_avx512() && self_test(Isa::avx512);
+    if (r.avx2 && r.avx512) {
+      r.ms_avx2 = 1e3 * time_isa(Isa::avx2);
+      r.ms_avx512 = 1e3 * time_isa(Isa::avx512);
+      r.isa = r.ms_avx512 < r.ms_avx2 ? Isa::avx512 : Isa::avx2;
+    } else {
+      r.isa = r.avx512 ? Isa::avx512 : r.avx2 ? Isa::avx2 : Isa::none;
+    }
+#endif
+    return r;
+  }();
+  return c;
+}
+
+Isa chosen_isa() { return choice().isa; }
 }  // namespace
 
-bool native_attention_f32_available() {
-  static std::once_flag once;
-  static bool ok = false;
-#ifdef CK_HAVE_X86
-  std::call_once(once, [] { ok = cpu_has_avx2_fma() && self_test(); });
-#else
-  (void)once;
-#endif
-  return ok;
+bool native_attention_f32_available() { return active_isa() != Isa::none; }
+
+std::string native_attention_f32_isa() {
+  const Choice& c = choice();
+  const Isa isa = active_isa();
+  std::string out = isa == Isa::avx512 ? "avx512" : isa == Isa::avx2 ? "avx2" : "none";
+  if (g_forced.load() >= 0) return out + " (forced)";
+  if (c.avx2 && c.avx512) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " (timed: avx512 %.1f ms, avx2 %.1f ms)", c.ms_avx512, c.ms_avx2);
+    out += buf;
+  }
+  return out;
+}
+
+bool native_attention_f32_use_isa(const std::string& isa) {
+  const Choice& c = choice();
+  if (isa.empty() || isa == "auto") {
+    g_forced.store(-1);
+    return true;
+  }
+  const Isa want = isa == "avx512" ? Isa::avx512 : isa == "avx2" ? Isa::avx2 : Isa::none;
+  if (want == Isa::none || (want == Isa::avx512 && !c.avx512) || (want == Isa::avx2 && !c.avx2)) return false;
+  g_forced.store(static_cast<int>(want));
+  return true;
 }
 
 }  // namespace corridorkey::kernels

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace corridorkey::kernels {
 
@@ -38,6 +39,15 @@ struct AttentionF32Shape {
 /// True when the CPU has AVX2 and FMA and the kernel passed its start-up self-test (run
 /// once, on small odd-sized problems, against a float64 reference).
 bool native_attention_f32_available();
+
+/// The variant that runs: "avx512" (16 lanes) or "avx2" (8 lanes), each self-tested; where
+/// both pass, the one that ran a 4-head, 1024-token, d 56 problem faster at first use (about
+/// 0.1 s, once per process), with its times; "none" when neither runs.
+std::string native_attention_f32_isa();
+
+/// Tests and benchmarks: run "avx2" or "avx512" from now on ("auto" restores the timed
+/// choice). False, changing nothing, when that variant is not available here.
+bool native_attention_f32_use_isa(const std::string& isa);
 
 /// Shapes the kernel takes: d a multiple of 8 up to 256, nq and nk >= 1.
 bool native_attention_f32_supported(const AttentionF32Shape& s);

@@ -60,8 +60,9 @@ class HieraBlockImpl : public torch::nn::Module {
   /// LN2 + MLP + residual) run over this many token rows at a time, so the 4x-wide MLP
   /// hidden rows and the normalised rows stay in cache instead of streaming through memory
   /// (stage 1 at 1024: 65536 x 448 floats = 117 MiB per MLP), where that was measured to pay
-  /// (chunk_pays). Bit-identical to the whole rows: every op is row-wise, and GEMM row
-  /// slices reduce in the same order (test_functional, test_engine).
+  /// (chunk_pays). Equal to the whole rows to float32 rounding: every op is row-wise; only
+  /// a GEMM may reduce a row slice in another order (MKL on an Intel Xeon: a few ulp; bit-
+  /// identical on the Zen 3 measured; test_functional, test_engine).
   int64_t token_chunk = 0;
   /// Whether chunking a block of this width over `rows` tokens paid in the measurements.
   bool chunk_pays(int64_t rows) const;

@@ -159,7 +159,7 @@ TEST_CASE("native fp32 attention: the matte of LibTorch's SDPA within fp32 round
     CHECK(e.info().attention == "4-D SDPA");
     return;
   }
-  CHECK(e.info().attention == "native fp32 kernel in every stage");
+  CHECK_THAT(e.info().attention, Catch::Matchers::Matches("native fp32 kernel \\((avx2|avx512)\\) in every stage"));
   const auto calls = corridorkey::kernels::native_attention_f32_calls();
   const auto d = drift(base, native, 256);
   // Every block of the tiny encoder ran through it (5 blocks per forward, at least one forward).
@@ -201,15 +201,17 @@ TEST_CASE("token chunks change nothing in the matte", "[model][slow]") {
   whole.random_weights_arch = "hiera_base_plus";
   whole.img_size = 512;
   whole.device = "cpu";
-  corridorkey::model::HieraBlock stage1({112, 112, 2, 1, 64, true, 448});
+  const corridorkey::model::BlockSpec spec{112, 112, 2, 1, 64, true, 448};
+  corridorkey::model::HieraBlock stage1(spec);
   REQUIRE(stage1->chunk_pays(16384));
   auto chunked = whole;
   chunked.token_chunk = 300;  // leaves a tail chunk
   const auto in = seeded(512, 11);
   const auto a = OriginalEngine(whole).run_model(in);
   const auto b = OriginalEngine(chunked).run_model(in);
-  CHECK(max_diff(a.alpha, b.alpha) == 0);
-  CHECK(max_diff(a.fg, b.fg) == 0);
+  // float32 rounding: GEMM row slices may reduce in another order (test_functional.cpp).
+  CHECK(max_diff(a.alpha, b.alpha) <= 1e-5);
+  CHECK(max_diff(a.fg, b.fg) <= 1e-5);
 }
 
 TEST_CASE("optimized profile at fp32 stays within 1e-4 of original", "[model]") {

@@ -188,9 +188,19 @@ TEST_CASE("native fp32 attention matches float64 attention to fp32 rounding, in 
   struct Case {
     int64_t tokens, heads, windows, q_stride, d;
   };
+  // Both variants, whichever the timed choice runs: a CPU that lacks AVX-512 runs only AVX2.
+  std::cout << "native fp32 attention runs " << K::native_attention_f32_isa() << "\n";
+  for (const std::string isa : {"avx2", "avx512"}) {
+  if (!K::native_attention_f32_use_isa(isa)) {
+    std::cout << "SKIPPED the " << isa << " variant: not available on this CPU\n";
+    CHECK((isa == "avx512" && !__builtin_cpu_supports("avx512f")));
+    continue;
+  }
+  INFO("variant " << isa);
   for (const Case c : {Case{4096, 2, 64, 1, 56}, Case{4096, 4, 64, 4, 56}, Case{1024, 4, 64, 1, 56},
                        Case{1024, 8, 64, 4, 56}, Case{256, 8, 1, 1, 56}, Case{256, 16, 1, 4, 56},
-                       Case{333, 3, 1, 1, 64}, Case{300, 2, 3, 1, 24}, Case{17, 1, 1, 1, 8}}) {
+                       Case{333, 3, 1, 1, 64}, Case{300, 2, 3, 1, 24}, Case{17, 1, 1, 1, 8},
+                       Case{150, 2, 1, 1, 88}, Case{70, 1, 1, 1, 200}}) {
     INFO("tokens " << c.tokens << " heads " << c.heads << " windows " << c.windows << " q_stride "
                    << c.q_stride << " d " << c.d);
     auto qkv = torch::randn({2, c.tokens, 3 * c.heads * c.d}) * 1.5;
@@ -206,6 +216,8 @@ TEST_CASE("native fp32 attention matches float64 attention to fp32 rounding, in 
     CHECK(e_ours <= 4 * e_sdpa + 1e-6);
     CHECK(e_ours < 1e-5);
   }
+  }
+  REQUIRE(K::native_attention_f32_use_isa("auto"));
   // What it does not take stays with SDPA: a mask, bf16, d not a multiple of 8.
   const auto calls = K::native_attention_f32_calls();
   auto qkv = torch::randn({1, 64, 3 * 2 * 56});

@@ -58,10 +58,12 @@ TEST_CASE("windowed attention only mixes tokens of the same mask unit", "[unit]"
     }
 }
 
-TEST_CASE("token-chunked blocks equal whole-row blocks bit for bit", "[unit]") {
+TEST_CASE("token-chunked blocks equal whole-row blocks to float32 rounding", "[unit]") {
   // hiera_base_plus's stage-1 block (112 wide, 2 heads, 64-token mask units) and a global
   // stage-3 block, at small token counts; chunks that divide the rows and chunks that leave
-  // a tail, in float32 and bfloat16.
+  // a tail, in float32 and bfloat16. Every op is row-wise, so only the GEMMs' reduction
+  // order may move: MKL's sgemm picks its kernel by the row count on Intel CPUs (a Xeon
+  // 6/207: differences of a few ulp), and not on the Zen 3 measured (bit-identical there).
   namespace M = corridorkey::model;
   M::BlockSpec windowed{112, 112, 2, 1, 64, true, 448};
   M::BlockSpec global{448, 448, 8, 1, 0, false, 1792};
@@ -78,7 +80,8 @@ TEST_CASE("token-chunked blocks equal whole-row blocks bit for bit", "[unit]") {
         blk->token_chunk = chunk;
         const auto chunked = blk->forward(x);
         INFO("tokens " << tokens << " dim " << spec.dim << " chunk " << chunk << " " << dtype);
-        if (dtype == torch::kFloat) CHECK(torch::equal(whole, chunked));
+        const double scale = 1.0 + whole.abs().max().item<double>();
+        if (dtype == torch::kFloat) CHECK(ck_test::max_abs_diff(whole, chunked) <= 1e-6 * scale);
         else CHECK(ck_test::max_abs_diff(whole.to(torch::kFloat), chunked.to(torch::kFloat)) <= 0.05);
       }
       blk->token_chunk = 0;

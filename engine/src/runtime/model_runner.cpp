@@ -238,7 +238,8 @@ std::string ModelRunner::attention_kind() const {
     kernel = "native bf16 kernel";
     on = {false, false, native_[2], native_[3]};
   } else if (device_.is_cpu() && dt == torch::kFloat && !autocast_ && kernels::native_attention_f32_available()) {
-    kernel = "native fp32 kernel";
+    const auto isa = kernels::native_attention_f32_isa();
+    kernel = "native fp32 kernel (" + isa.substr(0, isa.find(' ')) + ")";
     on = native_;
   }
   std::string stages;

@@ -250,9 +250,10 @@ std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg
   std::ostringstream k;
   k.imbue(std::locale::classic());  // numbers in every locale
   const auto& e = cfg.encoder;
-  // "plan 2": the float32 attention kernel's per-stage trials; a plan cached before them
-  // (which never timed it) is not reused.
-  k << "engine " << CORRIDORKEY_VERSION_STRING << "; plan 2; torch " << TORCH_VERSION << "; "
+  // "plan 3": the float32 attention kernel's per-stage trials, timed with its AVX-512
+  // variant where that runs; a plan cached before (which timed a slower kernel, or none) is
+  // not reused.
+  k << "engine " << CORRIDORKEY_VERSION_STRING << "; plan 3; torch " << TORCH_VERSION << "; "
     << (device.is_cpu() ? cpu_identity() : device.str()) << "; threads " << at::get_num_threads()
     << "; " << cfg.arch << " " << e.embed_dim << "/" << e.num_heads << "/";
   for (size_t i = 0; i < e.stages.size(); ++i) k << (i ? "-" : "") << e.stages[i];
