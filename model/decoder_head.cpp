@@ -1,6 +1,7 @@
 #include "decoder_head.h"
 
 #include "functional.h"
+#include "upsample_add_cpu.h"
 
 #include <torch/nn/functional/linear.h>
 #include <torch/nn/functional/upsampling.h>
@@ -75,6 +76,17 @@ torch::Tensor DecoderHeadImpl::forward_fused(const std::vector<torch::Tensor>& f
     // NHWC GEMM, viewed back as a channels-last NCHW map (see FeatureProjectionImpl).
     auto z = at::linear(c.permute({0, 2, 3, 1}), folded_[k].first, folded_[k].second)
                  .permute({0, 3, 1, 2});
+    if (k > 0 && z.is_cpu() && z.scalar_type() == torch::kFloat &&
+        z.is_contiguous(torch::MemoryFormat::ChannelsLast) &&
+        (!acc.defined() || acc.is_contiguous(torch::MemoryFormat::ChannelsLast))) {
+      // Resize and sum in one pass (kernels/upsample_add_cpu.h): no 64 MiB map per scale.
+      if (!acc.defined())
+        acc = torch::empty({z.size(0), z.size(1), size[0], size[1]},
+                           z.options().memory_format(torch::MemoryFormat::ChannelsLast));
+      kernels::upsample_bilinear_add_nhwc(z.data_ptr<float>(), z.size(0), z.size(2), z.size(3), z.size(1),
+                                          acc.data_ptr<float>(), size[0], size[1], k < 3);
+      continue;
+    }
     if (k > 0)
       z = F::interpolate(z, F::InterpolateFuncOptions().size(size).mode(torch::kBilinear)
                                 .align_corners(false));

@@ -5,6 +5,7 @@
 #include "group_norm_cpu.h"
 #include "attention_cpu.h"
 #include "attention_f32_cpu.h"
+#include "upsample_add_cpu.h"
 #include "model/functional.h"
 #include "support/support.h"
 
@@ -227,4 +228,34 @@ TEST_CASE("native fp32 attention matches float64 attention to fp32 rounding, in 
   F::mask_unit_attention(qkv.to(torch::kBFloat16), 2, 1, 1, true, {}, true);
   F::mask_unit_attention(torch::randn({1, 64, 3 * 2 * 12}), 2, 1, 1, true, {}, true);
   CHECK(K::native_attention_f32_calls() == calls);
+}
+
+TEST_CASE("fused bilinear upsample-add equals interpolate + add_ to float32 rounding", "[unit]") {
+  namespace F = torch::nn::functional;
+  // The decoders' shapes at 1024 (32^2, 64^2, 128^2 -> 256^2, 256 channels), odd sizes, a
+  // downscale, N = 2, and the write (first scale) and add (later scales) forms.
+  struct Case {
+    int64_t n, c, hi, wi, ho, wo;
+  };
+  for (const Case k : {Case{1, 256, 32, 32, 256, 256}, Case{1, 256, 64, 64, 256, 256},
+                       Case{1, 256, 128, 128, 256, 256}, Case{2, 24, 7, 11, 20, 33},
+                       Case{1, 5, 9, 9, 4, 6}, Case{1, 3, 16, 16, 16, 16}}) {
+    INFO("n " << k.n << " c " << k.c << " " << k.hi << "x" << k.wi << " -> " << k.ho << "x" << k.wo);
+    const auto cl = torch::MemoryFormat::ChannelsLast;
+    const auto z = torch::randn({k.n, k.c, k.hi, k.wi}).contiguous(cl);
+    const auto base = torch::randn({k.n, k.c, k.ho, k.wo}).contiguous(cl);
+    const auto up = F::interpolate(z, F::InterpolateFuncOptions()
+                                          .size(std::vector<int64_t>{k.ho, k.wo})
+                                          .mode(torch::kBilinear)
+                                          .align_corners(false));
+    for (bool accumulate : {false, true}) {
+      auto ours = accumulate ? base.clone(cl) : torch::full_like(base, 7.0f);
+      K::upsample_bilinear_add_nhwc(z.data_ptr<float>(), k.n, k.hi, k.wi, k.c, ours.data_ptr<float>(), k.ho,
+                                    k.wo, accumulate);
+      const auto want = accumulate ? base + up : up;
+      const double err = ck_test::max_abs_diff(ours, want);
+      INFO("accumulate " << accumulate << " max abs diff " << err);
+      CHECK(err <= 1e-6 * (1.0 + want.abs().max().item<double>()));
+    }
+  }
 }
