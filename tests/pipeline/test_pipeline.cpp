@@ -15,6 +15,7 @@
 #include <ImfHeader.h>
 #include <ImfInputFile.h>
 #include <ImfOutputFile.h>
+#include <ImfThreading.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/videoio.hpp>
@@ -828,4 +829,34 @@ TEST_CASE("every still format the linked OpenCV decodes is a frame, read from a 
   CHECK(s.frames_done == static_cast<int>(written.size()));   // ... and keyed
   for (const auto& w : written) CHECK(fs::exists(clip / "Output" / "Matte" / (fs::path(w).stem().string() + ".exr")));
   fs::remove_all(root);
+}
+
+TEST_CASE("EXRs written on OpenEXR's thread pool are byte-identical; a host's pool size is kept",
+          "[pipeline]") {
+  const auto dir = ck_test::temp_dir("exr_threads");
+  Image im;
+  im.width = 1000;
+  im.height = 700;
+  im.channels = 4;
+  im.pixels.resize(static_cast<size_t>(im.width) * im.height * im.channels);
+  for (size_t i = 0; i < im.pixels.size(); ++i) im.pixels[i] = static_cast<float>((i * 2654435761u) % 4099) / 4099.f;
+  auto bytes = [](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const int before = Imf::globalThreadCount();
+  Imf::setGlobalThreadCount(0);
+  for (auto c : {io::ExrCompression::Pxr24, io::ExrCompression::Zip, io::ExrCompression::Piz})
+    io::write_exr((dir / ("serial_" + std::string(io::to_string(c)) + ".exr")).string(), im, "RGBA", c);
+  REQUIRE(io::ensure_exr_threads(2) == 2);
+  for (auto c : {io::ExrCompression::Pxr24, io::ExrCompression::Zip, io::ExrCompression::Piz}) {
+    const auto name = std::string(io::to_string(c)) + ".exr";
+    io::write_exr((dir / ("pool_" + name)).string(), im, "RGBA", c);
+    INFO(name);
+    CHECK(bytes(dir / ("pool_" + name)) == bytes(dir / ("serial_" + name)));
+  }
+  // A host that sized the pool itself keeps its size.
+  Imf::setGlobalThreadCount(3);
+  CHECK(io::ensure_exr_threads(2) == 3);
+  Imf::setGlobalThreadCount(before);
 }

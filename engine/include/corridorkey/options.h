@@ -60,16 +60,19 @@ struct EngineOptions {
   /// kernels) instead of the 5-D math path that materialises N x N scores. fp32 effect
   /// <= 1e-5 on alpha/fg (tests/test_engine.cpp).
   bool flash_attention = false;
-  /// With flash_attention, bf16 on a CPU with AVX-512 BF16: global attention through the
-  /// engine's own kernel (kernels/attention_cpu.h, self-tested at start-up) instead of
-  /// LibTorch's CPU flash kernel. Error of the order of bf16 rounding. Auto: the measured
-  /// plan times both per attention shape (it lost 2.6 s a frame on a Xeon without AMX and
-  /// won on a Zen 5); with tune off, Auto means on.
+  /// With flash_attention, the engine's own CPU attention kernels instead of LibTorch's SDPA:
+  /// bf16 global attention on a CPU with AVX-512 BF16 (kernels/attention_cpu.h; error of bf16
+  /// rounding), and float32 windowed and global attention on a CPU with AVX2 + FMA, in an
+  /// AVX2 or an AVX-512 variant (kernels/attention_f32_cpu.h; within fp32 rounding). Both are
+  /// self-tested at start-up. Auto: the measured plan times kernel against SDPA per stage
+  /// (the bf16 kernel lost 2.6 s a frame on a Xeon without AMX and won on a Zen 5); with tune
+  /// off, Auto means on.
   AutoSwitch native_attention = AutoSwitch::Off;
   /// Token rows per chunk in the token-wise parts of the encoder blocks that keep their
   /// width (LN + qkv before the attention; projection, residuals, LN and MLP after it), so
   /// the MLP's 4x-wide hidden rows stay in cache: 0 = whole rows (the reference's way).
-  /// Bit-identical results (every op is row-wise; test_engine.cpp).
+  /// Equal to whole rows to float32 rounding: every op is row-wise, only a GEMM may reduce a
+  /// row slice in another order (test_functional.cpp, test_engine.cpp).
   int64_t token_chunk = 0;
   /// Decoder heads without the 1024-channel concatenation (linear_fuse folded into the
   /// per-scale projections, 256 channels resized per scale): ~4x less decoder memory,

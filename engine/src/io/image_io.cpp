@@ -7,6 +7,9 @@
 #include <ImfFrameBuffer.h>
 #include <ImfHeader.h>
 #include <ImfInputFile.h>
+#include <ImfThreading.h>
+
+#include <mutex>
 #include <ImfOutputFile.h>
 #include <Imath/half.h>
 #include <opencv2/imgcodecs.hpp>
@@ -210,6 +213,13 @@ const char* to_string(ExrCompression c) {
     case ExrCompression::Dwab: return "dwab";
   }
   return "?";
+}
+
+int ensure_exr_threads(int threads) {
+  static std::mutex m;
+  std::lock_guard<std::mutex> l(m);
+  if (Imf::globalThreadCount() == 0 && threads > 1) Imf::setGlobalThreadCount(threads);
+  return Imf::globalThreadCount();
 }
 
 void write_exr(const std::string& path, const Image& im, const std::string& names,

@@ -36,6 +36,12 @@ enum class ExrCompression { None, Rle, Zips, Zip, Piz, Pxr24, Dwaa, Dwab };
 ExrCompression parse_exr_compression(const std::string& name);  // ConfigError if unknown
 const char* to_string(ExrCompression c);
 
+/// Lets OpenEXR compress and decompress line blocks on `threads` threads (its global pool),
+/// unless a host already sized that pool (Imf::globalThreadCount() > 0): an application
+/// such as Nuke sets it for its own reasons and keeps it. The pool threads are created by
+/// the calling thread and inherit its nice value. Returns the pool size in use.
+int ensure_exr_threads(int threads);
+
 /// Writes half-float EXR. Channel names from `names` ("RGB", "Y", "RGBA"); one char each.
 /// Atomic: written to a temporary file in the same folder, then renamed.
 void write_exr(const std::string& path, const Image& image, const std::string& names,
