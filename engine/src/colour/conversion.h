@@ -18,8 +18,9 @@ class Conversion {
   /// Exactly the identity: apply() leaves every value as it is (and is not called).
   bool identity() const;
   /// In place: `pixels` pixels of `channels` floats (1: grey is left alone; RGB first, a
-  /// 4th channel passes through). Thread-safe (OCIO CPU processors are).
-  void apply(float* data, int64_t pixels, int channels) const;
+  /// 4th channel passes through), over `threads` threads (the result is the same for any
+  /// count). Thread-safe (OCIO CPU processors are).
+  void apply(float* data, int64_t pixels, int channels, int threads = 1) const;
   /// What it does, for the per-clip message: "ARRI_ALEXA-LOGC-EI800-AWG_to_ACES2065-1, ...".
   const std::string& description() const;
 
