@@ -68,8 +68,12 @@ std::optional<DpxHeader> read_dpx_header(const std::string& path) {
 }
 
 Image read_dpx(const std::string& path) {
-  auto in = OIIO::ImageInput::open(path);
-  CK_CHECK(in, IoError, path, ": cannot read DPX (OpenImageIO: ", OIIO::geterror(), ")");
+  // OIIO's DPX reader only: ImageInput::open(path) would try every format plugin on a file
+  // the DPX reader refuses, widening what a hostile frame can reach.
+  auto in = OIIO::ImageInput::create("dpx");
+  OIIO::ImageSpec opened;
+  CK_CHECK(in && in->open(path, opened), IoError, path, ": cannot read DPX (OpenImageIO: ",
+           in ? in->geterror() : OIIO::geterror(), ")");
   const auto& spec = in->spec();
   Image im;
   im.width = spec.width;
