@@ -143,8 +143,10 @@ ap0 = os.path.join(work, "ap0", "clip")
 reencode_clip(lin, ap0, "ap0")
 for f in os.listdir(os.path.join(ap0, "Input")):
     p = os.path.join(ap0, "Input", f)
+    tmp = os.path.join(work, "ap0_tmp.exr")  # oiiotool never writes the file it reads
     subprocess.run(["oiiotool", p, "--attrib:type=float[8]", "chromaticities",
-                    "0.7347,0.2653,0,1,0.0001,-0.077,0.32168,0.33767", "-o", p], check=True)
+                    "0.7347,0.2653,0,1,0.0001,-0.077,0.32168,0.33767", "-o", tmp], check=True)
+    os.replace(tmp, p)
 ev = key(ap0, f"{work}/out_ap0", "--input-colorspace", "auto")
 started = [e["message"] for e in ev if e["event"] == "clip_started"]
 if not started or "aces2065-1 (auto: EXR chromaticities are ACES AP0)" not in started[0]:
