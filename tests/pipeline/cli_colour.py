@@ -137,6 +137,26 @@ warn = [e.get("message", "") for e in ev if e["event"] == "warning"]
 if not any("logarithmic" in w and "--input-colorspace" in w for w in warn):
     fail(f"a log DPX under auto should warn and ask for a name: {warn}")
 
+# 3b. The LogC plates as a 10-bit ProRes 4444 video (made by ffmpeg): decoded at 16 bits
+#     through the ffmpeg binary, not OpenCV's 8, so it keys like the 10-bit DPX.
+vid = os.path.join(work, "video", "clip")
+shutil.copytree(os.path.join(logc, "AlphaHint"), os.path.join(vid, "AlphaHint"))
+for i, f in enumerate(sorted(os.listdir(os.path.join(logc, "Input")))):
+    px = read(os.path.join(logc, "Input", f))[..., :3]
+    cv2.imwrite(os.path.join(work, f"v{i + 1}.png"), np.round(np.clip(px, 0, 1) * 65535).astype(np.uint16))
+subprocess.run(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-framerate", "24", "-i",
+                os.path.join(work, "v%d.png"), "-c:v", "prores_ks", "-profile:v", "4444",
+                "-pix_fmt", "yuv444p10le", os.path.join(vid, "Input.mov")], check=True)
+ev = key(vid, f"{work}/out_video", "--input-colorspace", "arri-logc3-ei800-awg", "--video-out", "none")
+started = [e["message"] for e in ev if e["event"] == "clip_started"]
+if not started or "video decoded at 16 bits" not in started[0]:
+    fail(f"a LogC video should be decoded at 16 bits: {started}")
+vm = read(os.path.join(f"{work}/out_video", "clip", "Matte", sorted(os.listdir(f"{work}/out_video/clip/Matte"))[0]))
+err = max_err(vm, c["Matte"])
+print(f"10-bit ProRes LogC3 vs float LogC3 EXR: matte max abs error {err:.4f} (bound 0.05)")
+if err > 0.05:
+    fail(f"10-bit ProRes matte differs from the float LogC EXR's by {err}")
+
 # 4. ACES2065-1 (AP0) EXRs with chromaticities set: detected, and the Processed EXR comes
 #    back AP0 with matching chromaticities.
 ap0 = os.path.join(work, "ap0", "clip")
