@@ -8,7 +8,7 @@ set(CK_INSTALL_SHARE "${CMAKE_INSTALL_DATADIR}/corridorkey")
 add_library(corridorkey_engine SHARED "${PROJECT_SOURCE_DIR}/cmake/ck_torch_pch.cpp")
 # Every object of the engine's static libraries goes in (--whole-archive), so the exported
 # library is complete whatever a consumer calls; their own dependencies link normally.
-set(_ck_parts ck_options ck_config ck_io ck_post ck_hint ck_runtime_core ck_runtime ck_pipeline ck_farm
+set(_ck_parts ck_options ck_config ck_colour ck_clip_colour ck_io ck_post ck_hint ck_runtime_core ck_runtime ck_pipeline ck_farm
   ck_devtools ck_model ck_kernels)
 add_dependencies(corridorkey_engine ${_ck_parts})
 set(_ck_archives "")
@@ -25,7 +25,8 @@ target_link_options(corridorkey_engine PRIVATE
 set_property(TARGET corridorkey_engine APPEND PROPERTY LINK_DEPENDS ${_ck_archives}
              "${PROJECT_SOURCE_DIR}/cmake/corridorkey_engine.map")
 target_link_libraries(corridorkey_engine PUBLIC ck_headers
-  PRIVATE ${CK_TORCH_TARGETS} yaml-cpp ${OpenCV_LIBS} OpenEXR::OpenEXR)
+  PRIVATE ${CK_TORCH_TARGETS} yaml-cpp ${OpenCV_LIBS} OpenEXR::OpenEXR
+  OpenColorIO::OpenColorIO OpenImageIO::OpenImageIO)
 set_target_properties(corridorkey_engine PROPERTIES
   EXPORT_NAME engine
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}

@@ -19,6 +19,7 @@ OPENJD_VERSION=0.8.0       # openjd-cli: the job-export tests run real Open Job 
 OPENCV_PY_VERSION=4.11.0.86 # tools/reference_clip_loop.py: OpenCV post-processing (4.x: its wheels write EXR, 5.0 dropped it)
 NUMPY_SPEC="numpy<3"
 SAFETENSORS_VERSION=0.8.0  # tests write their .safetensors fixtures with the package itself
+COLOUR_SCIENCE_VERSION=0.4.7 # tests: an independent LogC4 / AWG4 / gamut implementation (unit.colour_science)
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${CK_VENV:-$HOME/.cache/corridorkey-engine/venv-torch$TORCH_VERSION}
@@ -33,6 +34,9 @@ apt_pkgs=(build-essential cmake ninja-build ccache git pkg-config python3-venv
           slurm-wlm munge    # a real single-node Slurm for the farm-export tests
           clang libclang-rt-14-dev   # libFuzzer + sanitizers (scripts/fuzz.sh)
           ffmpeg     # ProRes 4444 deliverables and the reference's H.264 settings (video_out)
+          libopencolorio-dev python3-pyopencolorio  # colour spaces (engine/src/colour); the
+                                                    # round-trip test encodes with OCIO's Python
+          libopenimageio-dev openimageio-tools      # DPX plates; tests write DPX with oiiotool
           locales)   # locale sources: test_locale.cpp builds de_DE.UTF-8 with localedef
 missing=()
 for p in "${apt_pkgs[@]}"; do
@@ -62,6 +66,10 @@ fi
 if ! "$venv/bin/python" -c "import safetensors, sys; sys.exit(safetensors.__version__ != '$SAFETENSORS_VERSION')" >/dev/null 2>&1; then
   log "installing safetensors $SAFETENSORS_VERSION into the venv (test fixtures)"
   "$venv/bin/pip" install -q "safetensors==$SAFETENSORS_VERSION"
+fi
+if ! "$venv/bin/python" -c "import colour, sys; sys.exit(colour.__version__ != '$COLOUR_SCIENCE_VERSION')" >/dev/null 2>&1; then
+  log "installing colour-science $COLOUR_SCIENCE_VERSION into the venv (colour tests)"
+  "$venv/bin/pip" install -q "colour-science==$COLOUR_SCIENCE_VERSION"
 fi
 if ! "$venv/bin/openjd" --version >/dev/null 2>&1; then
   log "installing openjd-cli $OPENJD_VERSION into the venv"

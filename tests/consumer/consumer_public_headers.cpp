@@ -1,6 +1,7 @@
 // A host application's view of the engine: only the public headers, compiled as C++17
 // WITHOUT LibTorch's include paths (see tests/CMakeLists.txt). Keys one synthetic frame
 // from memory with the bundled checkpoint and checks what it gets back.
+#include <corridorkey/colour.h>
 #include <corridorkey/engine.h>
 #include <corridorkey/errors.h>
 #include <corridorkey/frame.h>
@@ -20,6 +21,8 @@
 
 int main() {
   try {
+    // Colour spaces from the public header: the built-in names, no config read.
+    if (corridorkey::list_colour_spaces("").front().name != "srgb") return 1;
     auto options = corridorkey::load_profile("original");
     options.device = "cpu";  // checkpoint left empty: the bundled default
     corridorkey::OriginalEngine engine(options);

@@ -803,7 +803,7 @@ TEST_CASE("every still format the linked OpenCV decodes is a frame, read from a 
   std::vector<std::string> written;
   int k = 0;
   for (const auto& e : exts) {
-    if (e == ".exr" || e == ".dpx") continue;  // OpenEXR's; DPX is refused by name
+    if (e == ".exr" || e == ".dpx") continue;  // OpenEXR's; DPX: OpenImageIO's (test_colour_io.cpp)
     const bool fp = e == ".hdr" || e == ".pic" || e == ".pfm";
     const bool one = e == ".pgm" || e == ".pbm";
     char stem[16];

@@ -19,8 +19,11 @@ namespace {
 
 /// InferenceOptions fields that mean something for one frame.
 const std::set<std::string>& frame_inference_keys() {
-  static const std::set<std::string> k = {"color", "screen", "hint_erode", "hint_blur",
-                                          "backing_check", "max_pixels", "exr_compression"};
+  // input_colorspace / ocio_config: the plate's colour space (README "Colour"); the output
+  // colour spaces (output_colorspace, fg_colorspace, comp_view) are the clip pipeline's only.
+  static const std::set<std::string> k = {"color", "input_colorspace", "ocio_config", "screen",
+                                          "hint_erode", "hint_blur", "backing_check",
+                                          "max_pixels", "exr_compression"};
   return k;
 }
 
@@ -225,7 +228,7 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
     if (own.count(k) || is_engine_key(k)) continue;
     if (!frame_inference_keys().count(k))
       throw RpcError(kInvalidParams, method + ": unknown parameter '" + k +
-                                         "' (expected plate, hint, outputs, model, job_id, screen, color, "
+                                         "' (expected plate, hint, outputs, model, job_id, screen, color, input_colorspace, ocio_config, "
                                          "hint_erode, hint_blur, backing_check, max_pixels, "
                                          "exr_compression, or an engine setting by its profile name)");
     set_inference_option(io, k, scalar_text(v, k, method), method);
@@ -237,7 +240,12 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
   if (hint.given() && wants(outs, FrameOutput::Hint))
     throw RpcError(kInvalidParams, method + ": outputs: hint is the generated hint; this request gives one");
   FrameSettings fs;
+  if (io.color_given && !io.input_colorspace.empty())
+    throw RpcError(kInvalidParams, method + ": color and input_colorspace both given (color is "
+                                            "the deprecated spelling); give one");
   fs.color = io.color;
+  fs.input_colorspace = io.input_colorspace;
+  fs.ocio_config = io.ocio_config;
   fs.screen = io.screen;
   fs.hint.erode = io.hint_erode;
   fs.hint.blur = io.hint_blur;

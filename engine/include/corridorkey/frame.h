@@ -40,6 +40,9 @@ struct FrameSource {
 /// the same names). Screen Auto: estimated from this plate alone (a clip uses three).
 struct FrameSettings {
   ColorSpace color = ColorSpace::Srgb;
+  /// A colour space name as InferenceOptions::input_colorspace (overrides `color` when set),
+  /// with the OCIO config for names that are not built in (empty = $OCIO).
+  std::string input_colorspace, ocio_config;
   Screen screen = Screen::Auto;
   ChromaHintOptions hint;
   bool backing_check = true;

@@ -193,8 +193,10 @@ struct VideoOutputs {
   bool comp = false, matte = false, fg = false;
   bool any() const { return comp || matte || fg; }
 };
-/// How plates are interpreted. Srgb is the reference's default (it converts only when told
-/// the input is linear); Auto treats EXR plates as scene-linear and other formats as sRGB.
+/// How plates are interpreted (deprecated: InferenceOptions::input_colorspace names any
+/// colour space; srgb = Srgb, linear-rec709 = Linear, auto = Auto). Srgb is the reference's
+/// default (it converts only when told the input is linear); Auto treats EXR plates as
+/// scene-linear and other formats as sRGB.
 enum class ColorSpace { Srgb, Linear, Auto };
 
 struct InferenceOptions {
@@ -208,7 +210,18 @@ struct InferenceOptions {
   bool skip_existing = false;
   OnError on_error = OnError::Stop;
   bool allow_mismatch = false;       // plate/hint frame counts differ: truncate + warn
-  ColorSpace color = ColorSpace::Srgb;
+  ColorSpace color = ColorSpace::Srgb;  // deprecated spelling of input_colorspace
+  /// `color` was given (profile, job file or --linear/--srgb/--color): giving
+  /// input_colorspace too is a usage error.
+  bool color_given = false;
+  /// Colour management (README "Colour"). input_colorspace: what the plates are in, a
+  /// built-in name (`corridorkey-engine colorspaces`), a colour space of the OCIO config, or
+  /// auto; empty = from `color`. Plates are decoded to scene-linear Rec.709 and keyed as
+  /// --linear keys. output_colorspace: the Processed EXR's (linear) space, empty = the
+  /// input's scene-linear space. fg_colorspace: the FG EXR's, empty = sRGB-encoded as the
+  /// model predicts it. comp_view: "DISPLAY/VIEW" of the config for Comp, empty = sRGB.
+  /// ocio_config: the config for names that are not built in; empty = $OCIO.
+  std::string input_colorspace, output_colorspace, fg_colorspace, comp_view, ocio_config;
   int read_workers = 2;
   int write_workers = 2;
   /// Frames whose header declares more pixels are refused before decoding (default

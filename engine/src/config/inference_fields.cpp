@@ -83,6 +83,31 @@ Field<O> video_out_row() {
   return f;
 }
 
+/// `color` (deprecated spelling of input_colorspace): srgb, linear or auto, and
+/// --linear / --srgb. Remembers that it was given: both it and input_colorspace is an error.
+Field<O> color_row() {
+  auto f = with_shortcuts(
+      choice_row<O, ColorSpace>(
+          "color", I, &O::color,
+          {{"srgb", ColorSpace::Srgb}, {"linear", ColorSpace::Linear}, {"auto", ColorSpace::Auto}},
+          "deprecated, use input_colorspace: plates are srgb (reference default), linear "
+          "(linear-rec709) or auto (EXR linear, others sRGB)"),
+      {{"--linear", "linear"}, {"--srgb", "srgb"}});
+  f.parse = [parse = f.parse](O& o, const std::string& v) {
+    if (!parse(o, v)) return false;
+    o.color_given = true;
+    return true;
+  };
+  return f;
+}
+
+/// A colour space name: printable, no control characters (it is printed in messages).
+bool colour_name_syntax(const std::string& v) {
+  for (unsigned char c : v)
+    if (c < 0x20 || c == 0x7f) return false;
+  return v.size() <= 256;
+}
+
 bool frame_ranges_syntax(const std::string& v) {
   static const std::regex re(R"(^\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*$)");
   return v.empty() || std::regex_match(v, re);
@@ -108,13 +133,31 @@ std::vector<Field<O>> rows() {
                                      "a failed frame stops the run, or is skipped (exit 5)"));
   r.push_back(switch_row<O>("allow_mismatch", I, &O::allow_mismatch,
                             "plate/hint counts differ: key the shorter length, with a warning"));
-  r.push_back(with_shortcuts(
-      choice_row<O, ColorSpace>(
-          "color", I, &O::color,
-          {{"srgb", ColorSpace::Srgb}, {"linear", ColorSpace::Linear}, {"auto", ColorSpace::Auto}},
-          "plates are srgb (reference default), linear (converted after the resize) or auto "
-          "(EXR linear, others sRGB)"),
-      {{"--linear", "linear"}, {"--srgb", "srgb"}}));
+  r.push_back(color_row());
+  r.push_back(text_row<O>("input_colorspace", I, &O::input_colorspace,
+                          "colour space of the plates: a built-in name (`colorspaces` lists "
+                          "them), a colour space of the OCIO config, or auto (EXR headers); "
+                          "default: from color (srgb)",
+                          "a colour space name or auto", colour_name_syntax));
+  r.push_back(text_row<O>("output_colorspace", I, &O::output_colorspace,
+                          "colour space of the Processed EXR (linear premultiplied; a log name "
+                          "means its linear gamut); default: the input's scene-linear space",
+                          "a colour space name", colour_name_syntax));
+  r.push_back(text_row<O>("fg_colorspace", I, &O::fg_colorspace,
+                          "colour space of the FG EXR; default: sRGB-encoded, as the model "
+                          "predicts it", "a colour space name", colour_name_syntax));
+  r.push_back(text_row<O>("comp_view", I, &O::comp_view,
+                          "Comp through this DISPLAY/VIEW of the OCIO config instead of the sRGB "
+                          "preview", "DISPLAY/VIEW of the OCIO config",
+                          [](const std::string& v) {
+                            const auto k = v.find('/');
+                            return v.empty() || (colour_name_syntax(v) && k != std::string::npos &&
+                                                 k > 0 && k + 1 < v.size());
+                          }));
+  r.push_back(text_row<O>("ocio_config", I, &O::ocio_config,
+                          "OpenColorIO config for colour space names that are not built in "
+                          "(default: $OCIO; never consulted for built-in names)",
+                          "a config file"));
   r.push_back(choice_row<O, HintSource>(
       "hint", I, &O::hint,
       {{"auto", HintSource::Auto}, {"files", HintSource::Files}, {"chroma", HintSource::Chroma}},

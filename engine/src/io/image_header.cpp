@@ -1,6 +1,7 @@
 #include "io/image_header.h"
 
 #include "io/decode_budget.h"
+#include "io/dpx.h"
 #include "io/header_probes.h"
 
 #include <corridorkey/errors.h>
@@ -196,6 +197,13 @@ std::optional<ImageSize> probe_image_size(const std::string& path) {
     if (magic[0] == 0xFF && magic[1] == 0xD8) return jpeg(f);
     if ((magic[0] == 'I' && magic[1] == 'I') || (magic[0] == 'M' && magic[1] == 'M')) return tiff(f);
     if (magic[0] == 'B' && magic[1] == 'M') return bmp(f);
+    if ((magic[0] == 'S' && magic[1] == 'D' && magic[2] == 'P' && magic[3] == 'X') ||
+        (magic[0] == 'X' && magic[1] == 'P' && magic[2] == 'D' && magic[3] == 'S')) {
+      f.close();
+      const auto d = read_dpx_header(path);
+      if (!d) return std::nullopt;
+      return d->size;
+    }
     if (auto more = detail::probe_more_formats(f)) return more;  // WebP, PNM, HDR, ...
     f.clear();
     f.seekg(0);
@@ -226,6 +234,9 @@ void check_image_size(const std::string& path, const DecodeLimits& limits) {
     exr = exr_header(path);
     CK_CHECK(exr, IoError, path, ": EXR header cannot be parsed (refused before decoding)");
   }
+  // So does OpenImageIO's DPX reader: a DPX whose header cannot be read is not decoded.
+  CK_CHECK(!has_dpx_magic(path) || read_dpx_header(path), IoError, path,
+           ": DPX header cannot be parsed (refused before decoding)");
   const auto s = exr ? std::optional<ImageSize>(exr->size) : probe_image_size(path);
   if (!s) return;
   CK_CHECK(s->width > 0 && s->height > 0, IoError, path, ": header declares an empty image (",

@@ -2,7 +2,13 @@
 
 #include <corridorkey/errors.h>
 
+#include "io/deep_video.h"
+#include "io/dpx.h"
+
 #include <ImfChannelList.h>
+#include <ImfChromaticities.h>
+#include <ImfIntAttribute.h>
+#include <ImfStandardAttributes.h>
 #include <ImfCompressionAttribute.h>
 #include <ImfFrameBuffer.h>
 #include <ImfHeader.h>
@@ -119,7 +125,7 @@ Image read_cv(const std::string& path) {
 
 const std::vector<std::string>& frame_extensions() {
   static const std::vector<std::string> exts = [] {
-    // EXR through OpenEXR; DPX so that its frames are named and refused, not dropped.
+    // EXR through OpenEXR; DPX through OpenImageIO.
     std::vector<std::string> v = {".exr", ".dpx"};
     // Every still format OpenCV has a codec for, kept when the linked build decodes it:
     // a small image is encoded and decoded back (so .jp2 is a frame only where OpenCV was
@@ -185,8 +191,8 @@ Image read_image(const std::string& path, const DecodeLimits& limits) {
   const auto why = not_a_file(path);
   CK_CHECK(why.empty(), IoError, path, ": ", why);
   const auto e = lower_ext(path);
-  CK_CHECK(e != ".dpx", IoError, path, ": DPX is not supported yet; convert to EXR or 16-bit TIFF");
   check_image_size(path, limits);  // before any pixel memory is allocated
+  if (e == ".dpx" || has_dpx_magic(path)) return read_dpx(path);
   return e == ".exr" ? read_exr(path) : read_cv(path);
 }
 
@@ -222,8 +228,33 @@ int ensure_exr_threads(int threads) {
   return Imf::globalThreadCount();
 }
 
+ColourHints read_colour_hints(const std::string& path) {
+  ColourHints h;
+  if (const auto d = read_dpx_header(path)) {
+    h.dpx_transfer = d->transfer;
+    h.dpx_transfer_name = d->transfer_name();
+    return h;
+  }
+  std::error_code ec;
+  if (lower_ext(path) != ".exr" || !fs::is_regular_file(path, ec)) return h;
+  try {
+    check_image_size(path, kDefaultMaxPixels);  // the same guard as before any EXR read
+    Imf::InputFile file(path.c_str());
+    const auto& header = file.header();
+    if (Imf::hasChromaticities(header)) {
+      const auto& c = Imf::chromaticities(header);
+      h.has_chromaticities = true;
+      h.chromaticities = {c.red.x, c.red.y, c.green.x, c.green.y, c.blue.x, c.blue.y, c.white.x, c.white.y};
+    }
+    if (const auto* flag = header.findTypedAttribute<Imf::IntAttribute>("acesImageContainerFlag"))
+      h.aces_container = flag->value() == 1;
+  } catch (const std::exception&) {  // says nothing; reading the frame reports the problem
+  }
+  return h;
+}
+
 void write_exr(const std::string& path, const Image& im, const std::string& names,
-               ExrCompression compression) {
+               ExrCompression compression, const double* chromaticities) {
   CK_CHECK(static_cast<int>(names.size()) == im.channels, IoError, path, ": ", im.channels,
            " channels but names '", names, "'");
   atomic_write(path, [&](const std::string& tmp) {
@@ -242,6 +273,11 @@ void write_exr(const std::string& path, const Image& im, const std::string& name
         }
         return Imf::PXR24_COMPRESSION;
       }());
+      if (chromaticities) {
+        const double* c = chromaticities;
+        auto v = [](double x, double y) { return Imath::V2f(static_cast<float>(x), static_cast<float>(y)); };
+        Imf::addChromaticities(header, Imf::Chromaticities(v(c[0], c[1]), v(c[2], c[3]), v(c[4], c[5]), v(c[6], c[7])));
+      }
       std::vector<Imath::half> buf(im.pixels.size());
       for (size_t i = 0; i < buf.size(); ++i) buf[i] = Imath::half(im.pixels[i]);
       Imf::FrameBuffer fb;
@@ -354,17 +390,19 @@ bool readable_output(const std::string& path, const DecodeLimits& limits) {
 }
 
 struct VideoReader::Impl {
-  cv::VideoCapture cap;
+  cv::VideoCapture cap;  // frame count, rate and size; the frames unless deep
+  std::unique_ptr<DeepVideoFrames> deep;
   std::string path;
   int index = 0;
 };
 
-VideoReader::VideoReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
+VideoReader::VideoReader(const std::string& path, bool deep) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
   std::error_code ec;
   CK_CHECK(fs::is_regular_file(path, ec), IoError, path, ": video file does not exist");
   impl_->cap.open(path, cv::CAP_FFMPEG);
   CK_CHECK(impl_->cap.isOpened(), IoError, path, ": cannot open video (OpenCV FFmpeg backend)");
+  if (deep) impl_->deep = std::make_unique<DeepVideoFrames>(path, width(), height());
 }
 VideoReader::~VideoReader() = default;
 
@@ -376,6 +414,11 @@ int VideoReader::width() const { return static_cast<int>(impl_->cap.get(cv::CAP_
 int VideoReader::height() const { return static_cast<int>(impl_->cap.get(cv::CAP_PROP_FRAME_HEIGHT)); }
 
 bool VideoReader::next(Image& out) {
+  if (impl_->deep) {
+    if (!impl_->deep->next(out)) return false;
+    ++impl_->index;
+    return true;
+  }
   cv::Mat m;
   if (!impl_->cap.read(m) || m.empty()) return false;
   cv::Mat f;

@@ -9,6 +9,7 @@
 #include "io/image_header.h"
 #include "io/temp_files.h"
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,9 +25,9 @@ Image read_image(const std::string& path, int64_t max_pixels = kDefaultMaxPixels
 /// decode budget, counted for limits.workers frames decoded at once.
 Image read_image(const std::string& path, const DecodeLimits& limits);
 
-/// The extensions of frames (lower case, with the dot): .exr, .dpx (refused when read, by
-/// name), and each still format the linked OpenCV decodes (.png .jpg .jpeg .jpe .tif .tiff
-/// .bmp .dib .webp .jp2 .hdr .pic .ppm .pgm .pbm .pnm .pxm .pfm .sr .ras .avif, as built).
+/// The extensions of frames (lower case, with the dot): .exr, .dpx (OpenImageIO), and each
+/// still format the linked OpenCV decodes (.png .jpg .jpeg .jpe .tif .tiff .bmp .dib .webp
+/// .jp2 .hdr .pic .ppm .pgm .pbm .pnm .pxm .pfm .sr .ras .avif, as built).
 const std::vector<std::string>& frame_extensions();
 /// True for a frame extension (case-insensitive): the one rule clip discovery follows.
 bool is_image_file(const std::string& path);
@@ -43,9 +44,24 @@ const char* to_string(ExrCompression c);
 int ensure_exr_threads(int threads);
 
 /// Writes half-float EXR. Channel names from `names` ("RGB", "Y", "RGBA"); one char each.
-/// Atomic: written to a temporary file in the same folder, then renamed.
+/// `chromaticities` (rx ry gx gy bx by wx wy), when given, becomes the `chromaticities`
+/// attribute. Atomic: written to a temporary file in the same folder, then renamed.
 void write_exr(const std::string& path, const Image& image, const std::string& names,
-               ExrCompression compression);
+               ExrCompression compression, const double* chromaticities = nullptr);
+
+/// What a frame's header says about its colour (--input-colorspace auto): an EXR's
+/// `chromaticities` and `acesImageContainerFlag`, a DPX's transfer characteristic. Reads
+/// the header only; never throws (an unreadable header says nothing).
+struct ColourHints {
+  bool has_chromaticities = false;
+  std::array<double, 8> chromaticities{};
+  bool aces_container = false;
+  /// DPX: the transfer characteristic code of the first image element (-1: not a DPX);
+  /// 1 = printing density, 3 = logarithmic (SMPTE 268M); `dpx_transfer_name` spells it.
+  int dpx_transfer = -1;
+  std::string dpx_transfer_name;
+};
+ColourHints read_colour_hints(const std::string& path);
 
 /// Writes an 8-bit PNG: values clamped to 0..1, times 255, truncated (as the reference's
 /// `(comp * 255).astype(np.uint8)`), or rounded to the nearest level. Atomic like write_exr.
@@ -64,7 +80,9 @@ bool readable_output(const std::string& path, const DecodeLimits& limits);
 /// Sequential video decoding (one frame at a time, RGB float 0..1).
 class VideoReader {
  public:
-  explicit VideoReader(const std::string& path);
+  /// deep: decoded by the ffmpeg binary to 16 bits per channel (rgb48le) instead of
+  /// OpenCV's 8 bits, for camera-log footage whose 10-bit codes 8 bits would band.
+  explicit VideoReader(const std::string& path, bool deep = false);
   ~VideoReader();
   /// Frame count as reported by the container (may be approximate for some codecs).
   int frame_count() const;

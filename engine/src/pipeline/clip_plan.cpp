@@ -82,8 +82,8 @@ std::string numbering_drift(const io::Clip& c, int n) {
 /// with the same backing colour. Scene-linear plates are sRGB-encoded first, as the
 /// model sees them. A plate that cannot be read is left out (its frame fails later, on its
 /// own); when none can be read, the first error is thrown.
-std::vector<Image> estimation_plates(const io::Clip& c, int n, bool linear, bool hint_files,
-                                     const io::DecodeLimits& limits) {
+std::vector<Image> estimation_plates(const io::Clip& c, int n, const ClipColour& colour,
+                                     bool hint_files, const io::DecodeLimits& limits) {
   std::vector<Image> v;
   std::string first_error;
   auto attempt = [&](const std::function<Image()>& read) {
@@ -95,7 +95,7 @@ std::vector<Image> estimation_plates(const io::Clip& c, int n, bool linear, bool
   };
   if (c.input.is_video()) {
     attempt([&] {
-      io::VideoReader r(c.input.video);
+      io::VideoReader r(c.input.video, colour.deep_video);
       Image im;
       CK_CHECK(r.next(im), IoError, c.input.video, ": video has no frame");
       return im;
@@ -126,7 +126,8 @@ std::vector<Image> estimation_plates(const io::Clip& c, int n, bool linear, bool
   for (auto& im : v) {
     CK_CHECK(im.channels >= 3, IoError, c.root, ": plates have ", im.channels,
              " channel(s); a backing colour needs RGB plates");
-    if (linear)
+    decode_plate(colour, im);
+    if (colour.linear)
       for (auto& x : im.pixels) x = post::linear_to_srgb(std::max(x, 0.f));
   }
   return v;
@@ -168,7 +169,7 @@ void resolve_hints(ClipPlan& p, const InferenceOptions& job, int& n, Plan& plan,
   // The backing: needed to generate hints, and (screen auto) to tell green from blue.
   if (p.generate_hint || job.screen == Screen::Auto) {
     try {
-      const auto plates = estimation_plates(c, n, p.linear, !p.generate_hint, limits);
+      const auto plates = estimation_plates(c, n, p.colour, !p.generate_hint, limits);
       std::vector<ImageView> views;
       for (const auto& im : plates) views.push_back(im.view());
       p.screen = estimate_screen(views, job.screen, c.root);
@@ -299,6 +300,7 @@ void check_backing_agreement(const ClipPlan& p, int n, Plan& plan, const io::Dec
       continue;
     }
     if (im.channels < 3) continue;
+    decode_plate(p.colour, im);
     if (p.linear)
       for (auto& x : im.pixels) x = post::linear_to_srgb(std::max(x, 0.f));
     std::string own;
@@ -391,6 +393,7 @@ Plan plan_job(const InferenceOptions& job) {
   for (const auto& why : plan.clips_skipped)  // a symbolic link loop, an unreadable folder
     plan.events.push_back({PipelineEvent::Kind::Warning, "", "", "", why});
   check_distinct_outputs(clips, job);
+  const JobColour colour = resolve_job_colour(job);  // a bad name: exit 2 before any clip
   // Everything that can refuse the run is decided for every clip first; only then are
   // output folders created (a refused run leaves no empty Output/ behind).
   for (const auto& c : clips) {
@@ -400,11 +403,15 @@ Plan plan_job(const InferenceOptions& job) {
       plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root, w});
     int n = c.input.count();
     const bool exr = !c.input.is_video() && fs::path(c.input.frames[0]).extension() == ".exr";
-    p.linear = job.color == ColorSpace::Linear || (job.color == ColorSpace::Auto && exr);
-    if (exr && job.color == ColorSpace::Srgb)
+    std::vector<std::string> colour_warnings;
+    p.colour = clip_colour(colour, c, colour_warnings);
+    for (const auto& w : colour_warnings)
+      plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root, w});
+    p.linear = p.colour.linear;
+    if (exr && !p.linear && p.colour.why == "default")
       plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root,
                              "EXR plates keyed as sRGB (the reference's default); pass --linear "
-                             "(or --color auto) if they are scene-linear"});
+                             "(or --input-colorspace NAME, or auto) if they are scene-linear"});
     p.out = output_folder(c, job);
     resolve_hints(p, job, n, plan, one);
     check_backing_agreement(p, n, plan, one);

@@ -7,6 +7,7 @@
 #include <corridorkey/pipeline.h>
 
 #include "io/clip.h"
+#include "pipeline/clip_colour.h"
 #include "io/decode_budget.h"
 
 #include <filesystem>
@@ -19,7 +20,8 @@ struct ClipPlan {
   io::Clip clip;
   std::vector<int> frames;         // 0-based indices to key
   std::vector<std::string> stems;  // output name of every frame of the clip
-  bool linear = false;             // plates are scene-linear
+  bool linear = false;             // plates are scene-linear (after colour.decode)
+  ClipColour colour;               // input colour space, its decode, the outputs' spaces
   std::filesystem::path out;       // <clip>/Output or <output_root>/<clip>
   /// Hints from a chroma key of each plate, written to <out>/AlphaHint/<stem>.png.
   bool generate_hint = false;

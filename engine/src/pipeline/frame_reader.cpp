@@ -101,6 +101,10 @@ ReadItem prepare_frame(const ClipPlan& p, size_t ci, int index, Image plate, Ima
   if (size_t bad = sanitize(hint))
     it.warnings.push_back(hint_source(p, index) + ": " + std::to_string(bad) +
                           " NaN/Inf samples in the hint set to 0");
+  // Decoded to scene-linear Rec.709 (README "Colour"); then, as the reference treats linear
+  // input, negatives (out of Rec.709's gamut, or below black) are clamped to 0 and values
+  // above 1 go on to the sRGB encoding unclipped.
+  decode_plate(p.colour, plate);
   for (auto& v : plate.pixels) v = std::max(v, 0.f);  // EXR negatives clamped (reference)
   if (p.generate_hint) {
     hint = generate_hint(p, plate, it.stem, file);
@@ -155,7 +159,8 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
   const auto& p = plans_[ci];
   std::unique_ptr<io::VideoReader> vin, vhint;
   try {
-    if (p.clip.input.is_video()) vin = std::make_unique<io::VideoReader>(p.clip.input.video);
+    if (p.clip.input.is_video())
+      vin = std::make_unique<io::VideoReader>(p.clip.input.video, p.colour.deep_video);
     if (!p.generate_hint && p.clip.hint.is_video())
       vhint = std::make_unique<io::VideoReader>(p.clip.hint.video);
   } catch (const std::exception& e) {

@@ -39,6 +39,7 @@ void resolve_screen(pipeline::ClipPlan& p, const Image& plate, const FrameSettin
     return;
   }
   Image srgb = plate;  // estimated on the sRGB-encoded plate, as the model sees it
+  pipeline::decode_plate(p.colour, srgb);
   if (p.linear)
     for (auto& x : srgb.pixels) x = post::linear_to_srgb(std::max(x, 0.f));
   CK_CHECK(srgb.channels >= 3, IoError, file, ": plate has ", srgb.channels,
@@ -75,8 +76,11 @@ RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine, FrameSource src,
   p.clip.hint.frames = {src.hint_file.empty() ? std::string("hint") : src.hint_file};
   p.stems = {"frame"};
   const bool exr = is_exr(file);
-  p.linear = s.color == ColorSpace::Linear || (s.color == ColorSpace::Auto && exr);
-  if (exr && s.color == ColorSpace::Srgb)
+  // Colour as a clip's (README "Colour"): input_colorspace, else the deprecated color.
+  const auto job_colour = pipeline::resolve_frame_colour(s.input_colorspace, s.color, s.ocio_config);
+  p.colour = pipeline::file_colour(job_colour, src.plate_file, /*video=*/false, raw.warnings);
+  p.linear = p.colour.linear;
+  if (exr && !p.linear && p.colour.why == "default")
     raw.warnings.emplace_back(  // (emplace: g++ 12 warns falsely, -Warray-bounds, on push_back)
         "EXR plate keyed as sRGB (the reference's default); color linear (or auto) if it is "
         "scene-linear");

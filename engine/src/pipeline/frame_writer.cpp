@@ -2,6 +2,8 @@
 
 #include <corridorkey/frame.h>
 
+#include "io/image_io.h"
+#include "post/postprocess.h"
 #include "timing.h"
 
 namespace corridorkey::pipeline {
@@ -30,11 +32,40 @@ void FrameWriter::write(const ClipPlan& plan, const std::string& stem, int width
   t = Clock::now();
   const auto out = outputs_for(plan, job_, stem);
   const char* compression = io::to_string(compression_);
-  if (!out.fg.empty()) write_frame_output(FrameOutput::Fg, out.fg, raw.fg, compression);
+  const auto& colour = plan.colour;
+  auto xy = [](const std::optional<colour::Chromaticities>& c) { return c ? c->data() : nullptr; };
+  if (!out.fg.empty()) {
+    if (colour.fg) {  // --fg-colorspace: the model's sRGB foreground, linearised, re-encoded
+      Image fg = post::to_linear(raw.fg);
+      colour.fg->apply(fg.pixels.data(), static_cast<int64_t>(fg.width) * fg.height, fg.channels);
+      io::write_exr(out.fg, fg, "RGB", compression_, xy(colour.fg_xy));
+    } else {
+      write_frame_output(FrameOutput::Fg, out.fg, raw.fg, compression);
+    }
+  }
   if (!out.matte.empty()) write_frame_output(FrameOutput::Matte, out.matte, raw.alpha, compression);
-  if (!out.processed.empty())
-    write_frame_output(FrameOutput::Processed, out.processed, done.processed, compression);
-  if (!out.comp.empty()) write_frame_output(FrameOutput::Comp, out.comp, done.comp, compression);
+  if (!out.processed.empty()) {
+    // Linear premultiplied: a matrix on premultiplied RGB is the matrix on straight RGB,
+    // premultiplied; alpha passes through.
+    const Image* processed = &done.processed;
+    Image converted;
+    if (colour.processed) {
+      converted = done.processed;
+      colour.processed->apply(converted.pixels.data(),
+                              static_cast<int64_t>(converted.width) * converted.height, 4);
+      processed = &converted;
+    }
+    io::write_exr(out.processed, *processed, "RGBA", compression_, xy(colour.processed_xy));
+  }
+  if (!out.comp.empty()) {
+    if (colour.comp) {  // --comp-view: the preview's linear values through the config's view
+      Image comp = post::to_linear(done.comp);
+      colour.comp->apply(comp.pixels.data(), static_cast<int64_t>(comp.width) * comp.height, 3);
+      write_frame_output(FrameOutput::Comp, out.comp, comp, compression);
+    } else {
+      write_frame_output(FrameOutput::Comp, out.comp, done.comp, compression);
+    }
+  }
   timings.write_ms = ms_since(t);
 }
 

@@ -92,7 +92,7 @@ class Pipeline {
       e.kind = PipelineEvent::Kind::ClipStarted;
       e.clip = p.clip.name;
       e.file = p.clip.root;
-      e.message = std::to_string(p.frames.size()) + " frames" + (p.linear ? ", linear input" : "") +
+      e.message = std::to_string(p.frames.size()) + " frames, " + p.colour.summary() +
                   ", " + to_string(p.screen.screen) + " backing, " + p.checkpoint +
                   (p.swap_gb ? " (green and blue swapped)" : "");
       e.checkpoint = p.checkpoint;
