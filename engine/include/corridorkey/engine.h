@@ -11,13 +11,15 @@
 // independent. The process-global switches (cudnn benchmark, TF32) are applied once, by
 // the first engine constructed (documented in EngineOptions).
 //
-// Lifetime: the engine owns its weights; results are plain owned buffers and outlive it.
+// Lifetime: the engine holds its Model (model.h: the weights, shareable by several engines)
+// by shared_ptr; results are plain owned buffers and outlive it.
 // All failures are corridorkey::Error subclasses; LibTorch errors never escape raw.
 #pragma once
 
 #include <corridorkey/export.h>
 #include <corridorkey/image.h>
 #include <corridorkey/log.h>
+#include <corridorkey/model.h>
 #include <corridorkey/options.h>
 #include <corridorkey/tune.h>
 #include <corridorkey/version.h>
@@ -120,9 +122,14 @@ class CORRIDORKEY_API BaseEngine {
 
   const EngineOptions& options() const;
   const EngineInfo& info() const;
+  /// The weights this engine runs, shared with every other engine made from them.
+  const std::shared_ptr<const Model>& model() const;
 
  protected:
+  /// Loads a Model of its own (Model::load(options)), then runs on it.
   explicit BaseEngine(const EngineOptions& options);
+  /// Runs on `model`; `options` must have the Model's key (model_key()), else ConfigError.
+  BaseEngine(std::shared_ptr<const Model> model, const EngineOptions& options);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   friend struct EngineAccess;
@@ -133,6 +140,7 @@ class CORRIDORKEY_API OriginalEngine : public BaseEngine {
  public:
   explicit OriginalEngine(const EngineOptions& options);
   OriginalEngine();  // "original" profile, bundled default checkpoint
+  OriginalEngine(std::shared_ptr<const Model> model, const EngineOptions& options);
 };
 
 /// Defaults to the "optimized" profile; owns the token-routing modules when enabled
@@ -141,11 +149,18 @@ class CORRIDORKEY_API OptimizedEngine : public BaseEngine {
  public:
   explicit OptimizedEngine(const EngineOptions& options);
   OptimizedEngine();  // "optimized" profile, bundled default checkpoint
+  OptimizedEngine(std::shared_ptr<const Model> model, const EngineOptions& options);
 };
 
 /// OriginalEngine for the "original" profile, OptimizedEngine otherwise. Device "auto"
 /// picks CUDA, then MPS, then CPU; an explicit device is honoured or throws DeviceError.
 CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(const EngineOptions& options);
+/// An engine on a loaded Model (no checkpoint read, no second copy of the weights), with
+/// the Model's options, or with `options` of the same model_key() (the per-engine fields:
+/// post-processing, refiner tiling, compile mode, on_oom ... may differ).
+CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model);
+CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model,
+                                                          const EngineOptions& options);
 
 /// Bundled default checkpoint path (checkpoints/ in the source tree or the install share).
 CORRIDORKEY_API std::string default_checkpoint();

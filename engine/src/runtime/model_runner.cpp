@@ -103,9 +103,74 @@ uint64_t refiner_budget_bytes(const EngineOptions& o, const torch::Device& devic
                                         : free_memory_bytes(device) / 2;
 }
 
-ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::Device device,
-                         std::string& notes, model::TokenRouter router, const TunePlan* plan)
-    : net_(std::move(net)), router_(std::move(router)), opt_(o), device_(device) {
+namespace {
+/// The switches a prepared network carries besides its weights' type and layout.
+void apply_switches(model::GreenFormerImpl& net, const EngineOptions& o,
+                    const std::array<bool, 4>& native) {
+  net.set_flash_attention(o.flash_attention);
+  net.encoder->model->set_native_attention(native);
+  net.encoder->model->set_token_chunk(o.token_chunk);
+  net.set_fused_decoders(o.fused_decoder);
+}
+
+/// Folds the decoders now when they run fused, so forward() only reads shared weights.
+void fold_decoders(model::GreenFormerImpl& net, const EngineOptions& o) {
+  if (!o.fused_decoder) return;
+  net.alpha_decoder->fold();
+  net.fg_decoder->fold();
+}
+
+/// on_oom's precision step for one engine: a copy of the prepared network in `dtype`, with
+/// the same layout and switches (the shared one stays as it is for the other engines).
+model::GreenFormer half_copy(const PreparedNet& p, torch::ScalarType dtype) {
+  torch::NoGradGuard ng;
+  model::GreenFormer copy(p.net->config());
+  auto src = p.net->named_parameters();
+  for (auto& kv : copy->named_parameters()) kv.value().set_data(src[kv.key()].to(p.device, dtype));
+  auto srcb = p.net->named_buffers();
+  for (auto& kv : copy->named_buffers()) {
+    const auto& b = srcb[kv.key()];
+    kv.value().set_data(b.is_floating_point() ? b.to(p.device, dtype) : b.clone());
+  }
+  copy->eval();
+  apply_switches(*copy, p.options, p.native);
+  fold_decoders(*copy, p.options);
+  return copy;
+}
+
+uint64_t stored_bytes(model::GreenFormerImpl& net) {
+  uint64_t n = 0;
+  for (const auto& p : net.parameters()) n += p.numel() * p.element_size();
+  for (const auto& b : net.buffers()) n += b.numel() * b.element_size();
+  return n;
+}
+
+/// A runner's own token router on the prepared router's weights (aliased: set_data shares
+/// the storage), since routing writes per-frame index sets into the module.
+model::TokenRouter own_router(const PreparedNet& p) {
+  if (!p.router) return nullptr;
+  const auto& o = p.options;
+  model::RoutingOptions ro;
+  ro.low = o.edge_threshold_low;
+  ro.high = o.edge_threshold_high;
+  ro.min_edge_tokens = o.min_edge_tokens;
+  model::TokenRouter r(p.net->config().encoder, p.net->config().encoder_size(), ro);
+  torch::NoGradGuard ng;
+  auto src = p.router->named_parameters();
+  for (auto& kv : r->named_parameters()) kv.value().set_data(src[kv.key()]);
+  auto srcb = p.router->named_buffers();
+  for (auto& kv : r->named_buffers()) kv.value().set_data(srcb[kv.key()]);
+  r->eval();
+  return r;
+}
+}  // namespace
+
+std::shared_ptr<const PreparedNet> prepare_net(model::GreenFormer net, const EngineOptions& o,
+                                               torch::Device device, std::string& notes,
+                                               model::TokenRouter router, const TunePlan* plan) {
+  auto p = std::make_shared<PreparedNet>();
+  p->options = o;
+  p->device = device;
   // Precision: mixed keeps fp32 weights and autocasts matmuls/convs to the half type the
   // profile names (fp16 by default on CUDA, bf16 on CPU); otherwise weights and
   // activations are cast to model_precision.
@@ -113,24 +178,23 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
   if (o.model_precision == Precision::Auto)
     note(notes, std::string("model_precision auto -> ") + to_string(prec) + " on " + device.str());
   if (o.mixed_precision) {
-    autocast_ = true;
-    autocast_dtype_ = prec != Precision::Float32 ? to_dtype(prec)
-                      : device.is_cuda()         ? torch::kHalf
-                                                 : torch::kBFloat16;
-    weight_dtype_ = torch::kFloat;
+    p->autocast = true;
+    p->autocast_dtype = prec != Precision::Float32 ? to_dtype(prec)
+                        : device.is_cuda()         ? torch::kHalf
+                                                   : torch::kBFloat16;
+    p->weight_dtype = torch::kFloat;
   } else {
-    weight_dtype_ = to_dtype(prec);
+    p->weight_dtype = to_dtype(prec);
   }
-  if (weight_dtype_ == torch::kHalf && device.is_cpu())
+  if (p->weight_dtype == torch::kHalf && device.is_cpu())
     note(notes, "model_precision float16 on CPU runs, but slowly (no native fp16 kernels on "
                 "most CPUs); bfloat16 or float32 are faster there");
-  net_->to(device_, weight_dtype_);
-  net_->eval();
-  if (router_) {
-    router_->to(device_, weight_dtype_);
-    router_->eval();
+  net->to(device, p->weight_dtype);
+  net->eval();
+  if (router) {
+    router->to(device, p->weight_dtype);
+    router->eval();
   }
-  net_->set_flash_attention(o.flash_attention);
   // Native attention: on where asked, or per global stage where the plan timed it faster.
   auto stage_native = [&](const char* option) {
     if (o.native_attention == AutoSwitch::On) return true;
@@ -138,12 +202,27 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
     const auto* d = plan->find(option);
     return d && d->value == "true";
   };
-  for (size_t i = 0; i < native_.size(); ++i)
-    native_[i] = o.flash_attention && stage_native(("native_attention.stage" + std::to_string(i + 1)).c_str());
-  net_->encoder->model->set_native_attention(native_);
-  net_->encoder->model->set_token_chunk(o.token_chunk);
-  net_->set_fused_decoders(o.fused_decoder);
-  if (o.channels_last) net_->to_channels_last();
+  for (size_t i = 0; i < p->native.size(); ++i)
+    p->native[i] = o.flash_attention && stage_native(("native_attention.stage" + std::to_string(i + 1)).c_str());
+  apply_switches(*net, o, p->native);
+  if (o.channels_last) net->to_channels_last();
+  fold_decoders(*net, o);
+  p->weight_bytes = stored_bytes(*net);
+  p->net = std::move(net);
+  p->router = std::move(router);
+  return p;
+}
+
+ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::Device device,
+                         std::string& notes, model::TokenRouter router, const TunePlan* plan)
+    : ModelRunner(prepare_net(std::move(net), o, device, notes, std::move(router), plan), o, notes) {}
+
+ModelRunner::ModelRunner(std::shared_ptr<const PreparedNet> shared, const EngineOptions& o,
+                         std::string& notes)
+    : shared_(std::move(shared)), net_(shared_->net), router_(own_router(*shared_)), opt_(o),
+      device_(shared_->device), weight_dtype_(shared_->weight_dtype), autocast_(shared_->autocast),
+      autocast_dtype_(shared_->autocast_dtype), native_(shared_->native) {
+  const auto device = device_;
   choose_refiner(notes);
 
   // Compile modes.
@@ -391,9 +470,8 @@ std::string ModelRunner::degrade() {
     const bool half = weight_dtype_ != torch::kFloat || autocast_;
     if (!half) {
       weight_dtype_ = device_.is_cuda() || device_.is_mps() ? torch::kHalf : torch::kBFloat16;
-      net_->to(weight_dtype_);
-      net_->alpha_decoder->invalidate_fused();
-      net_->fg_decoder->invalidate_fused();
+      // Other engines may be running the shared weights: this engine casts its own copy.
+      net_ = half_copy(*shared_, weight_dtype_);
       if (router_) router_->to(weight_dtype_);
       return std::string("model precision float32 -> ") +
              (weight_dtype_ == torch::kHalf ? "float16" : "bfloat16");
