@@ -201,7 +201,7 @@ TEST_CASE("token chunks change nothing in the matte", "[model][slow]") {
   whole.random_weights_arch = "hiera_base_plus";
   whole.img_size = 512;
   whole.device = "cpu";
-  corridorkey::model::HieraBlock stage1({112, 112, 2, 1, 64, true, 448});
+  corridorkey::model::HieraBlock stage1(corridorkey::model::BlockSpec{112, 112, 2, 1, 64, true, 448});
   REQUIRE(stage1->chunk_pays(16384));
   auto chunked = whole;
   chunked.token_chunk = 300;  // leaves a tail chunk
