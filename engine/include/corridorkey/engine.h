@@ -67,11 +67,31 @@ struct MemoryStats {
   uint64_t encoder_peak = 0, decoders_peak = 0, refiner_peak = 0;
 };
 
+/// Which outputs process_frame() produces, and where. An output not asked for costs
+/// nothing: the fg is not resized unless fg, processed or comp is asked; despeckle, despill
+/// and the sRGB->linear step run only for processed or comp; the checkerboard only for comp.
+/// The outputs asked for are the same bits whatever else is asked.
+struct FrameRequest {
+  bool matte = true, fg = true, processed = true, comp = true;
+  /// Optional: the caller's buffer for an output asked for, written in its pixel type
+  /// (MutableImageView), plate-sized with the output's channels (matte 1, fg 3, processed 4,
+  /// comp 3; ConfigError before the model runs otherwise). That output's Image in the
+  /// FrameResult then stays empty. Written during the call only, never kept.
+  MutableImageView matte_into, fg_into, processed_into, comp_into;
+
+  static FrameRequest only_matte() {
+    FrameRequest r;
+    r.fg = r.processed = r.comp = false;
+    return r;
+  }
+};
+
 struct FrameResult {
   Image alpha;      // [H,W,1] linear, raw model output resized to the plate (no despeckle)
   Image fg;         // [H,W,3] sRGB straight, raw
   Image processed;  // [H,W,4] linear premultiplied RGBA (despeckled alpha, despilled fg)
   Image comp;       // [H,W,3] sRGB, over a checkerboard
+  // (each empty when the FrameRequest did not ask for it, or wrote it into the host's view)
   StageTimings timings;
   MemoryStats memory;
 };
@@ -108,6 +128,11 @@ class CORRIDORKEY_API BaseEngine {
   /// own channel. Auto is refused (ConfigError): estimate the clip's backing once with
   /// estimate_screen() (hint.h).
   FrameResult process_frame(const ImageView& plate, const ImageView& hint, Screen screen);
+
+  /// The same, producing only the outputs `request` asks for (FrameRequest), each into the
+  /// FrameResult or into the caller's view.
+  FrameResult process_frame(const ImageView& plate, const ImageView& hint, Screen screen,
+                            const FrameRequest& request);
 
   /// Model only, at model resolution: input [4,S,S] planar float (normalised rgb + hint).
   /// Returns alpha [S,S] and fg [3,S,S] planar. For benchmarks and parity checks.

@@ -73,8 +73,41 @@ FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& h
   return process_frame(plate, hint, impl_->opt.model_screen);
 }
 
-FrameResult BaseEngine::process_frame(const ImageView& plate_in, const ImageView& hint,
+FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint,
                                       Screen screen) {
+  return process_frame(plate, hint, screen, FrameRequest{});
+}
+
+namespace {
+/// A host's output view must be plate-sized with the output's channels: checked before the
+/// model runs, so a wrong buffer costs no inference.
+void check_into(const MutableImageView& v, bool asked, int channels, const ImageView& plate,
+                const char* what) {
+  if (v.empty()) return;
+  CK_CHECK(asked, ConfigError, "process_frame: a buffer for ", what, " that the request does not ask for");
+  CK_CHECK(v.width == plate.width && v.height == plate.height && v.channels == channels, ConfigError,
+           "process_frame: the ", what, " buffer is ", v.width, "x", v.height, "x", v.channels,
+           "; the plate needs ", plate.width, "x", plate.height, "x", channels);
+  CK_CHECK(v.stride() >= static_cast<std::size_t>(v.width) * v.channels * v.bytes_per_sample(),
+           ConfigError, "process_frame: the ", what, " buffer's row stride ", v.stride(),
+           " bytes is smaller than a row");
+}
+
+/// An output into the host's view (then the result's image is dropped), or kept.
+void deliver(Image& image, const MutableImageView& into) {
+  if (into.empty()) return;
+  copy_to_view(image, into);
+  image = Image{};
+}
+}  // namespace
+
+FrameResult BaseEngine::process_frame(const ImageView& plate_in, const ImageView& hint,
+                                      Screen screen, const FrameRequest& req) {
+  check_into(req.matte_into, req.matte, 1, plate_in, "matte");
+  check_into(req.fg_into, req.fg, 3, plate_in, "fg");
+  check_into(req.processed_into, req.processed, 4, plate_in, "processed");
+  check_into(req.comp_into, req.comp, 3, plate_in, "comp");
+  const bool need_fg = req.fg || req.processed || req.comp;
   CK_CHECK(screen != Screen::Auto, ConfigError,
            "process_frame: screen auto is decided per clip; pass green or blue (estimate_screen)");
   auto& I = *impl_;
@@ -115,17 +148,23 @@ FrameResult BaseEngine::process_frame(const ImageView& plate_in, const ImageView
     auto f = detail::tensor_to_image(run.fg);
     run = {};
     res.alpha = post::resize_lanczos(a, plate.width, plate.height);
-    res.fg = post::resize_lanczos(f, plate.width, plate.height);
+    if (need_fg) res.fg = post::resize_lanczos(f, plate.width, plate.height);
   });
-  if (swap) swap_green_blue(res.fg);  // back to the plate's channel order
+  if (swap && need_fg) swap_green_blue(res.fg);  // back to the plate's channel order
   post::PostOptions po;
   po.despeckle = I.opt.despeckle;
   po.despeckle_size = static_cast<int>(I.opt.despeckle_size);
   po.despill_strength = static_cast<float>(I.opt.despill_strength);
   po.blue_backing = screen == Screen::Blue;  // despill acts on the backing's channel
-  auto pr = post::finish(res.alpha, res.fg, po);
+  auto pr = post::finish(res.alpha, res.fg, po, req.processed, req.comp);
   res.processed = std::move(pr.processed);
   res.comp = std::move(pr.comp);
+  if (!req.matte) res.alpha = Image{};
+  if (!req.fg) res.fg = Image{};
+  deliver(res.alpha, req.matte_into);
+  deliver(res.fg, req.fg_into);
+  deliver(res.processed, req.processed_into);
+  deliver(res.comp, req.comp_into);
   res.timings.postprocess_ms = ms_since(t0);
   res.timings.total_ms = ms_since(t_all);
   res.memory = mem.finish();
