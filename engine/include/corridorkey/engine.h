@@ -5,15 +5,37 @@
 //   auto engine = corridorkey::create_engine(opt);        // OptimizedEngine for this profile
 //   corridorkey::FrameResult r = engine->process_frame(plate_view, hint_view);
 //
-// Thread-safety: an engine is NOT safe to call from several threads at once. One engine
-// owns one model on one device; process_frame() calls must be serialised (a mutex, or one
-// inference thread per device as the clip pipeline does). Different engines are
-// independent. The process-global switches (cudnn benchmark, TF32) are applied once, by
-// the first engine constructed (documented in EngineOptions).
+// Several threads, one set of weights (model.h): load a Model once, make one engine per
+// thread from it.
 //
-// Lifetime: the engine holds its Model (model.h: the weights, shareable by several engines)
-// by shared_ptr; results are plain owned buffers and outlive it.
-// All failures are corridorkey::Error subclasses; LibTorch errors never escape raw.
+//   auto model = corridorkey::Model::load(opt);
+//   std::thread a([&] { auto e = corridorkey::create_engine(model); e->process_frame(...); });
+//   std::thread b([&] { auto e = corridorkey::create_engine(model); e->process_frame(...); });
+//
+// Only the matte, into the host's own half-float buffer:
+//
+//   corridorkey::FrameRequest req = corridorkey::FrameRequest::only_matte();
+//   req.matte_into = {host_ptr, w, h, 1, corridorkey::PixelType::Float16, host_stride};
+//   engine->process_frame(plate_view, hint_view, corridorkey::Screen::Green, req);
+//
+// Thread-safety, per call:
+//   - An engine is used by one thread at a time. process_frame() and run_model() on one
+//     engine must be serialised (a mutex, or one thread per engine as the clip pipeline and
+//     `serve` do); options(), info() and model() are const and may be read while no
+//     process_frame() is running (info().notes and precision change when on_oom degrades).
+//   - Different engines are independent and may run concurrently, also when they share one
+//     Model: the Model's weights are only read while keying.
+//   - Constructors and create_engine() may be called from any thread, concurrently. The
+//     process-global switches (intra-op threads, cudnn benchmark, TF32) are applied by the
+//     first Model loaded (documented in EngineOptions); later values only note a conflict.
+//   - No callbacks: process_frame() runs on the calling thread and returns when done. Log
+//     messages (log.h) are delivered on that same thread.
+//   - An engine may be destroyed on any thread once no call on it is running; the Model it
+//     used stays alive while other engines (or the host) hold it.
+//
+// Lifetime: an engine holds its Model by shared_ptr; results are plain owned buffers and
+// outlive both. All failures are corridorkey::Error subclasses; LibTorch errors never
+// escape raw.
 #pragma once
 
 #include <corridorkey/export.h>
