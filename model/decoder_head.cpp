@@ -55,20 +55,23 @@ torch::Tensor DecoderHeadImpl::forward(const std::vector<torch::Tensor>& f) {
 
 namespace corridorkey::model {
 
-torch::Tensor DecoderHeadImpl::forward_fused(const std::vector<torch::Tensor>& f) {
+void DecoderHeadImpl::fold() {
+  if (!folded_.empty()) return;
   const int64_t E = linear_fuse->weight.size(0);
-  if (folded_.empty()) {
-    // Fold in float32 whatever the storage type, then store in the weights' type.
-    torch::NoGradGuard ng;
-    const auto wf = linear_fuse->weight.to(torch::kFloat).view({E, 4 * E});
-    for (int k = 0; k < 4; ++k) {
-      // cat order is [c4, c3, c2, c1]: scale k+1 owns columns (3-k)*E .. (4-k)*E.
-      const auto fk = wf.slice(1, (3 - k) * E, (4 - k) * E);
-      const auto& p = linear_c[k]->proj;
-      folded_.emplace_back(torch::mm(fk, p->weight.to(torch::kFloat)).to(p->weight.scalar_type()),
-                           torch::mv(fk, p->bias.to(torch::kFloat)).to(p->bias.scalar_type()));
-    }
+  // Fold in float32 whatever the storage type, then store in the weights' type.
+  torch::NoGradGuard ng;
+  const auto wf = linear_fuse->weight.to(torch::kFloat).view({E, 4 * E});
+  for (int k = 0; k < 4; ++k) {
+    // cat order is [c4, c3, c2, c1]: scale k+1 owns columns (3-k)*E .. (4-k)*E.
+    const auto fk = wf.slice(1, (3 - k) * E, (4 - k) * E);
+    const auto& p = linear_c[k]->proj;
+    folded_.emplace_back(torch::mm(fk, p->weight.to(torch::kFloat)).to(p->weight.scalar_type()),
+                         torch::mv(fk, p->bias.to(torch::kFloat)).to(p->bias.scalar_type()));
   }
+}
+
+torch::Tensor DecoderHeadImpl::forward_fused(const std::vector<torch::Tensor>& f) {
+  fold();
   const std::vector<int64_t> size{f[0].size(2), f[0].size(3)};
   torch::Tensor acc;
   for (int k = 3; k >= 0; --k) {

@@ -38,6 +38,10 @@ class DecoderHeadImpl : public torch::nn::Module {
   bool fused = false;
   /// Drops the folded weights (call after changing parameters).
   void invalidate_fused() { folded_.clear(); }
+  /// Computes the folded weights now. A model shared by engines on several threads is
+  /// folded once when it is prepared: forward_fused then only reads them (no lazy write
+  /// racing between threads).
+  void fold();
 
   std::array<FeatureProjection, 4> linear_c{nullptr, nullptr, nullptr, nullptr};
   torch::nn::Conv2d linear_fuse{nullptr};

@@ -232,6 +232,12 @@ with spawn() as ck:
     a = ck.load(profile="original")
     b = ck.load(profile="original")
     check(not a["cached"] and b["cached"] and a["model_id"] == b["model_id"], f"model.load cache: {a} {b}")
+    check(not a["weights_shared"], f"the first load of a model shares nothing: {a}")
+    # per-engine settings only (refiner tiling, post-processing): another engine, the same
+    # weights (corridorkey::Model keyed by checkpoint, device, precision, layout, fusions)
+    d = ck.load(profile="original", tiled_refiner=True, despill=0.2)
+    check(d["model_id"] != a["model_id"] and not d["cached"] and d["weights_shared"],
+          f"an engine that differs only per engine loaded its own weights: {d}")
     c = ck.load()  # the server's own profile: another model
     check(c["model_id"] != a["model_id"], "original and optimized share a model_id")
     check(len(ck.info()["models"]) >= 2, "engine.info lists the models")

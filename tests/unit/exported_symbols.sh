@@ -7,7 +7,9 @@ lib=$1
 syms=$(nm -DC --defined-only "$lib") || { echo "FAIL: nm cannot read $lib"; exit 1; }
 # The API is there (a vacuous pass would hide a broken nm call or an empty library).
 for api in 'corridorkey::v[0-9_]*::create_engine' 'corridorkey::v[0-9_]*::run_inference' \
-           'corridorkey::v[0-9_]*::load_profile' 'typeinfo for corridorkey::v[0-9_]*::ConfigError'; do
+           'corridorkey::v[0-9_]*::load_profile' 'typeinfo for corridorkey::v[0-9_]*::ConfigError' \
+           'corridorkey::v[0-9_]*::Model::load' 'corridorkey::v[0-9_]*::model_key' \
+           'corridorkey::v[0-9_]*::image_from_view' 'corridorkey::v[0-9_]*::copy_to_view'; do
   echo "$syms" | grep -q "$api" || { echo "FAIL: public symbol matching '$api' is not exported"; exit 1; }
 done
 leaks=$(echo "$syms" | grep -E 'corridorkey::(v[0-9_]+::)?(model|detail|io|post|config|pipeline|timing)::|torch::nn::|nlohmann' )

@@ -353,7 +353,7 @@ std::function<json(Job&)> Server::clip_key(const json& params, const std::shared
     set_inference_option(io, k, scalar_text(v, k, method), method);  // unknown keys: ConfigError
   }
   validate_inference_options(io, method);
-  return [s, io](Job& job) mutable {
+  return [this, s, io](Job& job) mutable {
     ensure_loaded(*s);
     io.cancel = &job.stop_clip;
     auto conn = job.conn;

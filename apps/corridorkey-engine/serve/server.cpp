@@ -152,10 +152,24 @@ std::shared_ptr<ModelSlot> Server::model_for(const Conn& c, const json& params, 
   return slot_for(o, base->profile, post_in_key);
 }
 
+std::shared_ptr<const Model> Server::shared_model(const EngineOptions& o, bool* shared) {
+  const std::string key = corridorkey::model_key(o);
+  std::lock_guard<std::mutex> l(weights_m_);
+  auto& w = weights_[key];
+  if (auto m = w.lock()) {
+    if (shared) *shared = true;
+    return m;
+  }
+  auto m = Model::load(o);
+  w = m;
+  return m;
+}
+
 void Server::ensure_loaded(ModelSlot& s) {
   if (s.engine) return;
   const auto t = Clock::now();
-  auto engine = create_engine(s.opt);
+  bool shared = false;
+  auto engine = create_engine(shared_model(s.opt, &shared), s.opt);
   std::unique_ptr<BaseEngine> blue;
   if (!s.opt.checkpoint_blue.empty()) {  // blue-backed plates go to the blue-screen model
     EngineOptions b = s.opt;
@@ -164,7 +178,7 @@ void Server::ensure_loaded(ModelSlot& s) {
     b.random_weights_arch.clear();
     b.model_screen = Screen::Blue;
     try {
-      blue = create_engine(b);
+      blue = create_engine(shared_model(b), b);
     } catch (const IoError& e) {
       throw IoError(std::string("checkpoint_blue: ") + e.what());
     } catch (const ModelError& e) {
@@ -174,6 +188,7 @@ void Server::ensure_loaded(ModelSlot& s) {
   s.engine = std::move(engine);
   s.blue = std::move(blue);
   s.load_ms = ms_since(t);
+  s.weights_shared = shared;
   std::lock_guard<std::mutex> l(s.m);
   s.loaded = true;
   s.info = s.engine->info();
@@ -184,6 +199,7 @@ json Server::load_result(ModelSlot& s, bool cached) {
   json j{{"model_id", s.id},
          {"cached", cached},
          {"load_ms", cached ? 0.0 : s.load_ms},
+         {"weights_shared", s.weights_shared},
          {"profile", s.profile},
          {"checkpoint", i.checkpoint},
          {"device", i.device},
@@ -359,7 +375,7 @@ void Server::dispatch(const std::shared_ptr<Conn>& c, const Request& r) {
     std::string profile;
     auto s = slot_for(load_options(r.params, m, profile), profile);
     c->model_id = s->id;  // this client's frame.key now defaults to it
-    enqueue(s, c, r, [s](Job&) {
+    enqueue(s, c, r, [this, s](Job&) {
       const bool cached = s->engine != nullptr;
       ensure_loaded(*s);
       return load_result(*s, cached);

@@ -70,6 +70,7 @@ struct ModelSlot {
   // Worker thread only:
   std::unique_ptr<BaseEngine> engine, blue;
   double load_ms = 0;
+  bool weights_shared = false;  // the engine runs on a Model another slot had loaded
   // Guarded by m:
   std::mutex m;
   std::condition_variable cv;
@@ -128,7 +129,11 @@ class Server {
   void worker_loop(ModelSlot& s);
   void finish_job(Job& j, const json* result, const std::exception* error);
   void cancel_jobs(const std::function<bool(Job&)>& which, bool stop_running_clips);
-  static void ensure_loaded(ModelSlot& s);
+  void ensure_loaded(ModelSlot& s);
+  /// The Model of these options' model_key(): loaded once, then shared by every slot whose
+  /// options differ only in per-engine fields (post-processing, refiner, compile mode).
+  /// `shared`: set when it was loaded already.
+  std::shared_ptr<const Model> shared_model(const EngineOptions& o, bool* shared = nullptr);
   static json load_result(ModelSlot& s, bool cached);
 
   // frame_methods.cpp
@@ -144,6 +149,8 @@ class Server {
   std::string token_;
   std::mutex models_m_;
   std::map<std::string, std::shared_ptr<ModelSlot>> models_;
+  std::mutex weights_m_;  // held while a Model loads: one key is never read twice
+  std::map<std::string, std::weak_ptr<const Model>> weights_;  // by corridorkey::model_key
   std::mutex jobs_m_;
   std::map<std::string, std::weak_ptr<Job>> jobs_;
   std::atomic<uint64_t> next_id_{1};

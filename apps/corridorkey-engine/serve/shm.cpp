@@ -120,83 +120,17 @@ ShmImage parse_shm(const json& j, const std::string& what) {
 
 void check_shm(const ShmImage& s, const std::string& what) { Mapping m(s, /*writable=*/true, what); }
 
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff);
-  uint32_t man = x & 0x7fffffu;
-  if (exp == 255) return static_cast<uint16_t>(sign | 0x7c00u | (man ? 0x200u : 0));  // inf / nan
-  int32_t e = exp - 127 + 15;
-  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow
-  if (e <= 0) {                                               // subnormal or zero
-    if (e < -10) return static_cast<uint16_t>(sign);
-    man |= 0x800000u;
-    const int shift = 14 - e;
-    uint32_t h = man >> shift;
-    const uint32_t rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) ++h;
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = (static_cast<uint32_t>(e) << 10) | (man >> 13);
-  const uint32_t rem = man & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) ++h;  // may carry into the exponent: right
-  return static_cast<uint16_t>(sign | h);
+namespace {
+PixelType pixel_type(const ShmImage& s) {
+  return s.type == "uint8" ? PixelType::UInt8 : s.type == "uint16" ? PixelType::UInt16
+         : s.type == "float16" ? PixelType::Float16 : PixelType::Float32;
 }
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-  uint32_t x;
-  if (exp == 0) {
-    if (man == 0) {
-      x = sign;
-    } else {  // subnormal: normalise
-      int e = -1;
-      uint32_t m = man;
-      do {
-        ++e;
-        m <<= 1;
-      } while (!(m & 0x400u));
-      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((m & 0x3ffu) << 13);
-    }
-  } else if (exp == 31) {
-    x = sign | 0x7f800000u | (man << 13);
-  } else {
-    x = sign | ((exp + 127 - 15) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
+}  // namespace
 
 Image read_shm(const ShmImage& s, const std::string& what) {
   Mapping m(s, /*writable=*/false, what);
-  Image im;
-  im.width = s.width, im.height = s.height, im.channels = s.channels;
-  im.pixels.resize(static_cast<std::size_t>(s.width) * s.height * s.channels);
-  const std::size_t n = static_cast<std::size_t>(s.width) * s.channels;
-  for (int y = 0; y < s.height; ++y) {
-    const unsigned char* row = m.data() + static_cast<std::size_t>(y) * s.row_bytes();
-    float* out = im.pixels.data() + static_cast<std::size_t>(y) * n;
-    if (s.type == "float32") {
-      std::memcpy(out, row, n * 4);
-    } else {
-      // Scaled as the file readers scale (OpenCV's convertTo: v * float(1/255.0), not
-      // v / 255.f, which differs in the last bit for 126 of the 256 levels), so a plate from
-      // shared memory keys bit-identically to the same pixels in a PNG.
-      const float k8 = static_cast<float>(1.0 / 255.0), k16 = static_cast<float>(1.0 / 65535.0);
-      for (std::size_t i = 0; i < n; ++i) {
-        if (s.type == "uint8") out[i] = row[i] * k8;
-        else {
-          uint16_t v;
-          std::memcpy(&v, row + 2 * i, 2);
-          out[i] = s.type == "uint16" ? v * k16 : half_to_float(v);
-        }
-      }
-    }
-  }
-  return im;
+  // The library's own view conversion (image.h): levels scaled as the file readers scale.
+  return image_from_view({m.data(), s.width, s.height, s.channels, pixel_type(s), s.row_bytes()});
 }
 
 void write_shm(const ShmImage& s, const Image& im, const std::string& what) {
@@ -206,26 +140,7 @@ void write_shm(const ShmImage& s, const Image& im, const std::string& what) {
                                        "; this output is " + std::to_string(im.width) + "x" +
                                        std::to_string(im.height) + "x" + std::to_string(im.channels));
   Mapping m(s, /*writable=*/true, what);
-  const std::size_t n = static_cast<std::size_t>(s.width) * s.channels;
-  for (int y = 0; y < s.height; ++y) {
-    unsigned char* row = m.data() + static_cast<std::size_t>(y) * s.row_bytes();
-    const float* in = im.pixels.data() + static_cast<std::size_t>(y) * n;
-    if (s.type == "float32") {
-      std::memcpy(row, in, n * 4);
-      continue;
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      const float v = in[i];
-      if (s.type == "uint8") {
-        row[i] = static_cast<unsigned char>(std::lround(std::clamp(v, 0.f, 1.f) * 255.f));
-      } else {
-        const uint16_t h = s.type == "uint16"
-                               ? static_cast<uint16_t>(std::lround(std::clamp(v, 0.f, 1.f) * 65535.f))
-                               : float_to_half(v);
-        std::memcpy(row + 2 * i, &h, 2);
-      }
-    }
-  }
+  copy_to_view(im, {m.data(), s.width, s.height, s.channels, pixel_type(s), s.row_bytes()});
 }
 
 }  // namespace corridorkey::serve

@@ -49,8 +49,5 @@ void write_shm(const ShmImage& s, const Image& image, const std::string& what);
 /// without writing: outputs are checked before any of them is written.
 void check_shm(const ShmImage& s, const std::string& what);
 
-/// IEEE half <-> float (round to nearest even; overflow to infinity, as OpenEXR's half).
-uint16_t float_to_half(float f);
-float half_to_float(uint16_t h);
 
 }  // namespace corridorkey::serve

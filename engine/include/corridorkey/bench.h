@@ -1,6 +1,9 @@
 // Side-by-side benchmarks: the same seeded input through several profiles in one process,
 // reporting latency (median/min/max after warm-up), peak memory and the numerical drift of
 // alpha/fg against the first profile.
+//
+// Thread-safety: benchmarks make their own engines and time them; run one at a time (two
+// at once measure each other), from any thread.
 #pragma once
 
 #include <corridorkey/export.h>

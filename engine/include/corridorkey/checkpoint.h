@@ -1,6 +1,9 @@
 // Checkpoint files as files: converting any loadable checkpoint to safetensors, and timing
 // how each format loads. Reading checkpoints for keying is the engine's job (engine.h);
 // nothing here runs code from a file.
+//
+// Thread-safety: convert_checkpoint and run_load_bench may run from any thread; two converts
+// writing the same output path at once leave one of the two complete files.
 #pragma once
 
 #include <corridorkey/export.h>

@@ -5,19 +5,43 @@
 //   auto engine = corridorkey::create_engine(opt);        // OptimizedEngine for this profile
 //   corridorkey::FrameResult r = engine->process_frame(plate_view, hint_view);
 //
-// Thread-safety: an engine is NOT safe to call from several threads at once. One engine
-// owns one model on one device; process_frame() calls must be serialised (a mutex, or one
-// inference thread per device as the clip pipeline does). Different engines are
-// independent. The process-global switches (cudnn benchmark, TF32) are applied once, by
-// the first engine constructed (documented in EngineOptions).
+// Several threads, one set of weights (model.h): load a Model once, make one engine per
+// thread from it.
 //
-// Lifetime: the engine owns its weights; results are plain owned buffers and outlive it.
-// All failures are corridorkey::Error subclasses; LibTorch errors never escape raw.
+//   auto model = corridorkey::Model::load(opt);
+//   std::thread a([&] { auto e = corridorkey::create_engine(model); e->process_frame(...); });
+//   std::thread b([&] { auto e = corridorkey::create_engine(model); e->process_frame(...); });
+//
+// Only the matte, into the host's own half-float buffer:
+//
+//   corridorkey::FrameRequest req = corridorkey::FrameRequest::only_matte();
+//   req.matte_into = {host_ptr, w, h, 1, corridorkey::PixelType::Float16, host_stride};
+//   engine->process_frame(plate_view, hint_view, corridorkey::Screen::Green, req);
+//
+// Thread-safety, per call:
+//   - An engine is used by one thread at a time. process_frame() and run_model() on one
+//     engine must be serialised (a mutex, or one thread per engine as the clip pipeline and
+//     `serve` do); options(), info() and model() are const and may be read while no
+//     process_frame() is running (info().notes and precision change when on_oom degrades).
+//   - Different engines are independent and may run concurrently, also when they share one
+//     Model: the Model's weights are only read while keying.
+//   - Constructors and create_engine() may be called from any thread, concurrently. The
+//     process-global switches (intra-op threads, cudnn benchmark, TF32) are applied by the
+//     first Model loaded (documented in EngineOptions); later values only note a conflict.
+//   - No callbacks: process_frame() runs on the calling thread and returns when done. Log
+//     messages (log.h) are delivered on that same thread.
+//   - An engine may be destroyed on any thread once no call on it is running; the Model it
+//     used stays alive while other engines (or the host) hold it.
+//
+// Lifetime: an engine holds its Model by shared_ptr; results are plain owned buffers and
+// outlive both. All failures are corridorkey::Error subclasses; LibTorch errors never
+// escape raw.
 #pragma once
 
 #include <corridorkey/export.h>
 #include <corridorkey/image.h>
 #include <corridorkey/log.h>
+#include <corridorkey/model.h>
 #include <corridorkey/options.h>
 #include <corridorkey/tune.h>
 #include <corridorkey/version.h>
@@ -65,11 +89,31 @@ struct MemoryStats {
   uint64_t encoder_peak = 0, decoders_peak = 0, refiner_peak = 0;
 };
 
+/// Which outputs process_frame() produces, and where. An output not asked for costs
+/// nothing: the fg is not resized unless fg, processed or comp is asked; despeckle, despill
+/// and the sRGB->linear step run only for processed or comp; the checkerboard only for comp.
+/// The outputs asked for are the same bits whatever else is asked.
+struct FrameRequest {
+  bool matte = true, fg = true, processed = true, comp = true;
+  /// Optional: the caller's buffer for an output asked for, written in its pixel type
+  /// (MutableImageView), plate-sized with the output's channels (matte 1, fg 3, processed 4,
+  /// comp 3; ConfigError before the model runs otherwise). That output's Image in the
+  /// FrameResult then stays empty. Written during the call only, never kept.
+  MutableImageView matte_into, fg_into, processed_into, comp_into;
+
+  static FrameRequest only_matte() {
+    FrameRequest r;
+    r.fg = r.processed = r.comp = false;
+    return r;
+  }
+};
+
 struct FrameResult {
   Image alpha;      // [H,W,1] linear, raw model output resized to the plate (no despeckle)
   Image fg;         // [H,W,3] sRGB straight, raw
   Image processed;  // [H,W,4] linear premultiplied RGBA (despeckled alpha, despilled fg)
   Image comp;       // [H,W,3] sRGB, over a checkerboard
+  // (each empty when the FrameRequest did not ask for it, or wrote it into the host's view)
   StageTimings timings;
   MemoryStats memory;
 };
@@ -107,6 +151,11 @@ class CORRIDORKEY_API BaseEngine {
   /// estimate_screen() (hint.h).
   FrameResult process_frame(const ImageView& plate, const ImageView& hint, Screen screen);
 
+  /// The same, producing only the outputs `request` asks for (FrameRequest), each into the
+  /// FrameResult or into the caller's view.
+  FrameResult process_frame(const ImageView& plate, const ImageView& hint, Screen screen,
+                            const FrameRequest& request);
+
   /// Model only, at model resolution: input [4,S,S] planar float (normalised rgb + hint).
   /// Returns alpha [S,S] and fg [3,S,S] planar. For benchmarks and parity checks.
   struct ModelOutput {
@@ -120,9 +169,14 @@ class CORRIDORKEY_API BaseEngine {
 
   const EngineOptions& options() const;
   const EngineInfo& info() const;
+  /// The weights this engine runs, shared with every other engine made from them.
+  const std::shared_ptr<const Model>& model() const;
 
  protected:
+  /// Loads a Model of its own (Model::load(options)), then runs on it.
   explicit BaseEngine(const EngineOptions& options);
+  /// Runs on `model`; `options` must have the Model's key (model_key()), else ConfigError.
+  BaseEngine(std::shared_ptr<const Model> model, const EngineOptions& options);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   friend struct EngineAccess;
@@ -133,6 +187,7 @@ class CORRIDORKEY_API OriginalEngine : public BaseEngine {
  public:
   explicit OriginalEngine(const EngineOptions& options);
   OriginalEngine();  // "original" profile, bundled default checkpoint
+  OriginalEngine(std::shared_ptr<const Model> model, const EngineOptions& options);
 };
 
 /// Defaults to the "optimized" profile; owns the token-routing modules when enabled
@@ -141,11 +196,18 @@ class CORRIDORKEY_API OptimizedEngine : public BaseEngine {
  public:
   explicit OptimizedEngine(const EngineOptions& options);
   OptimizedEngine();  // "optimized" profile, bundled default checkpoint
+  OptimizedEngine(std::shared_ptr<const Model> model, const EngineOptions& options);
 };
 
 /// OriginalEngine for the "original" profile, OptimizedEngine otherwise. Device "auto"
 /// picks CUDA, then MPS, then CPU; an explicit device is honoured or throws DeviceError.
 CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(const EngineOptions& options);
+/// An engine on a loaded Model (no checkpoint read, no second copy of the weights), with
+/// the Model's options, or with `options` of the same model_key() (the per-engine fields:
+/// post-processing, refiner tiling, compile mode, on_oom ... may differ).
+CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model);
+CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model,
+                                                          const EngineOptions& options);
 
 /// Bundled default checkpoint path (checkpoints/ in the source tree or the install share).
 CORRIDORKEY_API std::string default_checkpoint();

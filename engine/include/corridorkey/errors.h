@@ -4,6 +4,9 @@
 // one type. Messages name the file, key or value at fault and what was expected.
 // The library never aborts the host process: LibTorch's c10::Error is caught at the
 // engine boundary and rethrown as one of these with context.
+//
+// Thread-safety: exceptions are thrown on the thread that made the failing call (the clip
+// pipeline reports its threads' failures as events and from run_inference's thread).
 #pragma once
 
 #include <corridorkey/export.h>

@@ -12,9 +12,11 @@
 //   auto done = corridorkey::finish_frame(raw, post, /*processed=*/true, /*comp=*/false);
 //   corridorkey::write_frame_output(corridorkey::FrameOutput::Matte, "matte.exr", raw.alpha);
 //
-// Threads: key_frame() runs the engine, so its calls on one engine must be serialised (as
-// process_frame()). finish_frame() and write_frame_output() touch no engine and may run on
-// any thread, concurrently, on different frames or on the same const RawFrame.
+// Thread-safety: key_frame() runs the engine (and the blue engine when a plate is blue), so
+// its calls on one engine must be serialised (as process_frame()); engines on one Model may
+// key concurrently. finish_frame(), despeckled_alpha() and write_frame_output() touch no
+// engine and may run on any thread, concurrently, on different frames or on the same
+// const RawFrame. No callbacks.
 #pragma once
 
 #include <corridorkey/engine.h>

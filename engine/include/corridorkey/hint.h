@@ -7,6 +7,9 @@
 //
 // Plates are sRGB-encoded (convert scene-linear plates first). Blue screens: the estimate
 // says so; chroma_hint keys them on their own channel.
+//
+// Thread-safety: every function here is pure (reads its arguments, allocates its result)
+// and may be called from any number of threads at once.
 #pragma once
 
 #include <corridorkey/export.h>

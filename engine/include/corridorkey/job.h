@@ -1,6 +1,9 @@
 // Render-farm jobs: a YAML description of clips + engine settings, split deterministically
 // into chunks that a scheduler (Open Job Description / AWS Deadline Cloud, Slurm, OpenCue,
 // Deadline 10) runs as independent tasks: `corridorkey-engine job run JOB --chunk I/N`.
+//
+// Thread-safety: load_job, job_frames, plan_* and export_* are pure and may be called from
+// any thread. run_chunk is run_inference (pipeline.h) and follows its rules.
 #pragma once
 
 #include <corridorkey/export.h>

@@ -3,6 +3,9 @@
 // default. One table per struct (engine/src/config/*_fields.cpp) is the only place that
 // parses or prints a field; profiles, job files, the CLI's flags and to_yaml use it, so a
 // field added there is a YAML key and a flag everywhere. Defaults are the structs' own.
+//
+// Thread-safety: the tables are built once, thread-safely; every function may be called
+// from any thread (one EngineOptions changed by two threads at once is the caller's race).
 #pragma once
 
 #include <corridorkey/export.h>

@@ -5,6 +5,10 @@
 //  - InferenceOptions: what the clip pipeline reads and writes (pipeline.h).
 // Each field has one row in a table (option_fields.h) that parses and prints it; the
 // defaults below are the only defaults.
+//
+// Thread-safety: plain structs; the library copies them when a Model or an engine is made
+// and never keeps a reference to the caller's, except InferenceOptions::cancel, which
+// run_inference reads from its threads (set it from any thread, the signal handler too).
 #pragma once
 
 #include <corridorkey/export.h>

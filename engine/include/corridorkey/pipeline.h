@@ -18,6 +18,13 @@
 // throws corridorkey::Error naming the callback's exception once every pipeline thread
 // has ended (files already renamed stay; none is left half-written). run_inference never
 // returns or throws with a pipeline thread still running.
+//
+// Thread-safety: run_inference(engine, ...) drives `engine` from its inference thread for the
+// whole call, so nothing else may call that engine (or the blue engine) until it returns;
+// other engines, also on the same Model, may key at the same time. Two run_inference calls
+// on different engines may run concurrently (their output folders should differ). The
+// overload taking EngineOptions makes its own engines and may be called from any thread.
+// `cancel` may be set from any thread, the signal handler included.
 #pragma once
 
 #include <corridorkey/export.h>

@@ -1,6 +1,9 @@
 // Optimization profiles: YAML files (profiles/*.yaml) that set the Profile-scope fields of
 // EngineOptions, plus per-field overrides from the command line. Every field is parsed and
 // printed by one table row (option_fields.h); this header is the profile-level view of it.
+//
+// Thread-safety: every function here reads files and fills the caller's structs; any thread,
+// concurrently (two calls changing one EngineOptions at once is the caller's race).
 #pragma once
 
 #include <corridorkey/export.h>

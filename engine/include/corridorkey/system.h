@@ -1,4 +1,6 @@
 // What this build and machine offer: LibTorch version, compiled features, devices.
+//
+// Thread-safety: every function here may be called from any thread, concurrently.
 #pragma once
 
 #include <corridorkey/export.h>

@@ -8,6 +8,10 @@
 // (engine version, CPU model, threads, LibTorch, device, architecture, size, layouts and
 // fusions), keeps the fastest whose numeric bound the tests hold, and caches the decision
 // with its times in a per-user file. An explicit profile, flag or job value always wins.
+//
+// Thread-safety: the plan is resolved once, when a Model loads (model.h); the per-user cache
+// file is read and written under an flock, so processes and threads may tune at once.
+// tune_cache_path / tune_cache_entries / planned_precision may be called from any thread.
 #pragma once
 
 #include <corridorkey/export.h>

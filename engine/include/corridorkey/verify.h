@@ -2,6 +2,8 @@
 // archives, compare its outputs with the archive's own forward. That forward is the
 // archive's TorchScript code: verify EXECUTES it (only use verify on archives you trust);
 // everything else in the engine reads checkpoints as data.
+//
+// Thread-safety: verify_checkpoint loads its own model; any thread, concurrently.
 #pragma once
 
 #include <corridorkey/export.h>

@@ -3,6 +3,8 @@
 
 #include <corridorkey/image.h>
 
+#include "io/half_float.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -17,6 +19,11 @@ inline float sample(const ImageView& v, int x, int y, int c) {
       uint16_t s;
       std::memcpy(&s, row + i * 2, 2);
       return s / 65535.f;
+    }
+    case PixelType::Float16: {
+      uint16_t s;
+      std::memcpy(&s, row + i * 2, 2);
+      return io::half_to_float(s);
     }
     case PixelType::Float32: {
       float f;

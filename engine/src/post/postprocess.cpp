@@ -182,10 +182,19 @@ Image checker_comp(const Image& fg, const Image& alpha) {
 }
 
 PostResult finish(const Image& alpha, const Image& fg, const PostOptions& o) {
+  return finish(alpha, fg, o, true, true);
+}
+
+PostResult finish(const Image& alpha, const Image& fg, const PostOptions& o, bool processed,
+                  bool comp) {
+  PostResult r;
+  if (!processed && !comp) return r;  // a matte-only frame pays for no despeckle
   const Image clean = o.despeckle ? despeckle(alpha, o.despeckle_size) : alpha;
   const Image spill_free = despill(fg, o.despill_strength, o.blue_backing ? 2 : 1);
   const Image linear = to_linear(spill_free);  // once for both: bit-identical, 116 ms less at 1080p
-  return {premultiply_from_linear(linear, clean), checker_comp_from_linear(linear, clean)};
+  if (processed) r.processed = premultiply_from_linear(linear, clean);
+  if (comp) r.comp = checker_comp_from_linear(linear, clean);
+  return r;
 }
 
 }  // namespace corridorkey::post

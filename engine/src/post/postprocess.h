@@ -53,5 +53,8 @@ struct PostResult {
 };
 /// alpha [H,W,1] and fg [H,W,3] already at plate resolution (raw model outputs).
 PostResult finish(const Image& alpha, const Image& fg, const PostOptions& options);
+/// Only the outputs asked for; nothing at all (no despeckle, no despill) when neither is.
+PostResult finish(const Image& alpha, const Image& fg, const PostOptions& options,
+                  bool processed, bool comp);
 
 }  // namespace corridorkey::post

@@ -6,12 +6,12 @@
 
 #include "config/log.h"
 #include "runtime/engine_impl.h"
+#include "runtime/model_impl.h"
 #include "runtime/frame_tensors.h"
 #include "runtime/global_switches.h"
 #include "runtime/memory.h"
 #include "runtime/model_runner.h"
 #include "post/postprocess.h"
-#include "runtime/model_factory.h"
 #include "runtime/torch_boundary.h"
 #include "timing.h"
 
@@ -23,44 +23,91 @@ CORRIDORKEY_NAMESPACE_BEGIN
 using timing::Clock;
 using timing::ms_since;
 
-BaseEngine::Impl::Impl(const EngineOptions& o) : opt(o) {
-  validate_profile(opt, "options");
-  info.device = choose_device(opt.device, probe_devices());
+BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineOptions& asked) : model(std::move(m)) {
+  CK_CHECK(model, ConfigError, "an engine needs a Model (Model::load)");
+  validate_profile(asked, "options");
+  // options() is what was asked (the checkpoint named); the runner gets the options with
+  // what the Model's measured plan resolved (precision, kernels, tiling).
+  const EngineOptions run_opt = detail::engine_options_on(*model, asked);
+  opt = asked;
+  if (opt.checkpoint.empty() && opt.random_weights_arch.empty()) opt.checkpoint = default_checkpoint();
+  const auto& M = model->impl();
+  info.device = M.device;
   device = torch::Device(info.device);
+  info.notes = M.notes;  // what loading the Model said, then what this engine adds
   if (opt.track_host_memory) detail::install_cpu_memory_tracker();
   detail::set_host_block_cache(opt.host_block_cache);
-  detail::apply_global_switches(opt, device.is_cuda(), info.notes);
-  detail::rethrow_torch("loading the model", [&] {
-    if (opt.checkpoint.empty() && opt.random_weights_arch.empty())
-      opt.checkpoint = default_checkpoint();
-    auto built = detail::build_runner(opt, device, info.notes);
-    runner = std::move(built.runner);
-    S = built.img_size;
-    info.checkpoint = built.description;
-    info.img_size = built.img_size;
-    info.backbone_size = built.backbone_size;
-    info.arch = built.arch;
-    info.parameters = built.parameters;
-    info.compile_mode_effective = runner->effective_compile_mode();
-    info.precision = runner->precision();
-    info.attention = runner->attention_kind();
-    info.refiner = runner->refiner_kind();
-    info.tune = std::move(built.plan);
+  // Model::load applied the process-global switches of its options; an engine asking for
+  // other ones applies (or notes) them as a later engine always has.
+  const auto& L = M.requested;
+  if (opt.threads != L.threads || opt.tf32 != L.tf32 ||
+      opt.disable_cudnn_benchmark != L.disable_cudnn_benchmark)
+    detail::apply_global_switches(opt, device.is_cuda(), info.notes);
+  detail::rethrow_torch("preparing the engine", [&] {
+    runner = std::make_unique<detail::ModelRunner>(M.net, run_opt, info.notes);
   });
+  S = M.img_size;
+  info.checkpoint = M.description;
+  info.img_size = M.img_size;
+  info.backbone_size = M.backbone_size;
+  info.arch = M.arch;
+  info.parameters = M.parameters;
+  info.compile_mode_effective = runner->effective_compile_mode();
+  info.precision = runner->precision();
+  info.attention = runner->attention_kind();
+  info.refiner = runner->refiner_kind();
+  info.tune = M.plan;
   info.profile = opt.profile;
 }
 
-BaseEngine::BaseEngine(const EngineOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+BaseEngine::BaseEngine(const EngineOptions& options)
+    : BaseEngine(Model::load(options), options) {}
+BaseEngine::BaseEngine(std::shared_ptr<const Model> model, const EngineOptions& options)
+    : impl_(std::make_unique<Impl>(std::move(model), options)) {}
 BaseEngine::~BaseEngine() = default;
 const EngineOptions& BaseEngine::options() const { return impl_->opt; }
 const EngineInfo& BaseEngine::info() const { return impl_->info; }
+const std::shared_ptr<const Model>& BaseEngine::model() const { return impl_->model; }
 
 FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint) {
   return process_frame(plate, hint, impl_->opt.model_screen);
 }
 
-FrameResult BaseEngine::process_frame(const ImageView& plate_in, const ImageView& hint,
+FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint,
                                       Screen screen) {
+  return process_frame(plate, hint, screen, FrameRequest{});
+}
+
+namespace {
+/// A host's output view must be plate-sized with the output's channels: checked before the
+/// model runs, so a wrong buffer costs no inference.
+void check_into(const MutableImageView& v, bool asked, int channels, const ImageView& plate,
+                const char* what) {
+  if (v.empty()) return;
+  CK_CHECK(asked, ConfigError, "process_frame: a buffer for ", what, " that the request does not ask for");
+  CK_CHECK(v.width == plate.width && v.height == plate.height && v.channels == channels, ConfigError,
+           "process_frame: the ", what, " buffer is ", v.width, "x", v.height, "x", v.channels,
+           "; the plate needs ", plate.width, "x", plate.height, "x", channels);
+  CK_CHECK(v.stride() >= static_cast<std::size_t>(v.width) * v.channels * v.bytes_per_sample(),
+           ConfigError, "process_frame: the ", what, " buffer's row stride ", v.stride(),
+           " bytes is smaller than a row");
+}
+
+/// An output into the host's view (then the result's image is dropped), or kept.
+void deliver(Image& image, const MutableImageView& into) {
+  if (into.empty()) return;
+  copy_to_view(image, into);
+  image = Image{};
+}
+}  // namespace
+
+FrameResult BaseEngine::process_frame(const ImageView& plate_in, const ImageView& hint,
+                                      Screen screen, const FrameRequest& req) {
+  check_into(req.matte_into, req.matte, 1, plate_in, "matte");
+  check_into(req.fg_into, req.fg, 3, plate_in, "fg");
+  check_into(req.processed_into, req.processed, 4, plate_in, "processed");
+  check_into(req.comp_into, req.comp, 3, plate_in, "comp");
+  const bool need_fg = req.fg || req.processed || req.comp;
   CK_CHECK(screen != Screen::Auto, ConfigError,
            "process_frame: screen auto is decided per clip; pass green or blue (estimate_screen)");
   auto& I = *impl_;
@@ -101,17 +148,23 @@ FrameResult BaseEngine::process_frame(const ImageView& plate_in, const ImageView
     auto f = detail::tensor_to_image(run.fg);
     run = {};
     res.alpha = post::resize_lanczos(a, plate.width, plate.height);
-    res.fg = post::resize_lanczos(f, plate.width, plate.height);
+    if (need_fg) res.fg = post::resize_lanczos(f, plate.width, plate.height);
   });
-  if (swap) swap_green_blue(res.fg);  // back to the plate's channel order
+  if (swap && need_fg) swap_green_blue(res.fg);  // back to the plate's channel order
   post::PostOptions po;
   po.despeckle = I.opt.despeckle;
   po.despeckle_size = static_cast<int>(I.opt.despeckle_size);
   po.despill_strength = static_cast<float>(I.opt.despill_strength);
   po.blue_backing = screen == Screen::Blue;  // despill acts on the backing's channel
-  auto pr = post::finish(res.alpha, res.fg, po);
+  auto pr = post::finish(res.alpha, res.fg, po, req.processed, req.comp);
   res.processed = std::move(pr.processed);
   res.comp = std::move(pr.comp);
+  if (!req.matte) res.alpha = Image{};
+  if (!req.fg) res.fg = Image{};
+  deliver(res.alpha, req.matte_into);
+  deliver(res.fg, req.fg_into);
+  deliver(res.processed, req.processed_into);
+  deliver(res.comp, req.comp_into);
   res.timings.postprocess_ms = ms_since(t0);
   res.timings.total_ms = ms_since(t_all);
   res.memory = mem.finish();
@@ -156,12 +209,27 @@ const EngineOptions& without_routing(const EngineOptions& o) {
 
 OriginalEngine::OriginalEngine(const EngineOptions& o) : BaseEngine(without_routing(o)) {}
 OriginalEngine::OriginalEngine() : BaseEngine(load_profile("original")) {}
+OriginalEngine::OriginalEngine(std::shared_ptr<const Model> m, const EngineOptions& o)
+    : BaseEngine(std::move(m), without_routing(o)) {}
 OptimizedEngine::OptimizedEngine(const EngineOptions& o) : BaseEngine(o) {}
 OptimizedEngine::OptimizedEngine() : BaseEngine(load_profile("optimized")) {}
+OptimizedEngine::OptimizedEngine(std::shared_ptr<const Model> m, const EngineOptions& o)
+    : BaseEngine(std::move(m), o) {}
 
 std::unique_ptr<BaseEngine> create_engine(const EngineOptions& o) {
   if (o.engine == EngineKind::Original) return std::make_unique<OriginalEngine>(o);
   return std::make_unique<OptimizedEngine>(o);
+}
+
+std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model, const EngineOptions& o) {
+  if (o.engine == EngineKind::Original) return std::make_unique<OriginalEngine>(std::move(model), o);
+  return std::make_unique<OptimizedEngine>(std::move(model), o);
+}
+
+std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model) {
+  CK_CHECK(model, ConfigError, "create_engine: no Model");
+  const EngineOptions o = model->options();
+  return create_engine(std::move(model), o);
 }
 
 CORRIDORKEY_NAMESPACE_END

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <corridorkey/engine.h>
+#include <corridorkey/model.h>
 
 #include "runtime/model_runner.h"
 #include "runtime/torch_boundary.h"
@@ -12,15 +13,16 @@
 CORRIDORKEY_NAMESPACE_BEGIN
 
 struct BaseEngine::Impl {
+  std::shared_ptr<const Model> model;  // the weights, shared with other engines
   EngineOptions opt;
   EngineInfo info;
   torch::Device device{torch::kCPU};
   std::unique_ptr<detail::ModelRunner> runner;
   int64_t S = 0;
 
-  /// Resolves the device, loads the checkpoint (or random weights), builds the runner
-  /// (engine.cpp).
-  explicit Impl(const EngineOptions& o);
+  /// This engine's runner on `model`'s prepared network (engine.cpp); `asked` must have the
+  /// Model's key.
+  Impl(std::shared_ptr<const Model> model, const EngineOptions& asked);
 
   detail::ModelRun infer(const torch::Tensor& x) {
     auto run = detail::rethrow_torch("inference on " + info.device, [&] { return runner->run(x); });

@@ -17,6 +17,7 @@ torch::Tensor view_to_tensor(const ImageView& v, int max_channels, const char* w
   const int c = std::min(v.channels, max_channels);
   const auto type = v.type == PixelType::UInt8    ? torch::kUInt8
                     : v.type == PixelType::UInt16 ? torch::kUInt16
+                    : v.type == PixelType::Float16 ? torch::kHalf
                                                   : torch::kFloat;
   const int64_t es = static_cast<int64_t>(v.bytes_per_sample());
   // A strided view over the caller's memory, then one copy into a float tensor.

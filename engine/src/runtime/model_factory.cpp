@@ -46,11 +46,11 @@ LoadedModel make_model(const ModelSource& src) {
 
 uint64_t checkpoint_loads() { return g_checkpoint_loads.load(); }
 
-BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, std::string& notes) {
+LoadedNet load_net(const EngineOptions& opt, const torch::Device& device, std::string& notes) {
   auto note = [&](const std::string& line) {
     detail::note(notes, line);
   };
-  BuiltRunner b;
+  LoadedNet b;
   EngineOptions resolved = opt;  // with what the measured plan decided
   ModelSource src{opt.checkpoint, opt.img_size, opt.random_weights_arch, opt.random_weights_seed,
                   torch::kFloat, opt.mmap, {}, opt.backbone_size, opt.backbone_percent};
@@ -89,11 +89,25 @@ BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, 
       note("token_routing: no ltrm_stage* weights in the checkpoint, so the LTRMs are the "
            "identity: easy tokens skip the routed blocks (faster, less accurate until fine-tuned)");
   }
-  b.runner = std::make_unique<ModelRunner>(net, resolved, device, notes, router, &b.plan);
+  b.net = prepare_net(net, resolved, device, notes, router, &b.plan);
+  net = nullptr;
   loaded = {};  // the checkpoint's tensors: no longer needed
   // Loading freed hundreds of MB in many mid-sized blocks (the file's tensors, float32
   // parameters); hand them back to the OS so the forward's peak does not sit on top of them.
   release_free_memory();
+  return b;
+}
+
+BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, std::string& notes) {
+  auto l = load_net(opt, device, notes);
+  BuiltRunner b;
+  b.runner = std::make_unique<ModelRunner>(l.net, l.net->options, notes);
+  b.description = std::move(l.description);
+  b.arch = std::move(l.arch);
+  b.img_size = l.img_size;
+  b.backbone_size = l.backbone_size;
+  b.parameters = l.parameters;
+  b.plan = std::move(l.plan);
   return b;
 }
 

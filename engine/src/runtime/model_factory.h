@@ -45,14 +45,24 @@ struct LoadedModel {
 /// Throws IoError / ModelError naming the file, ConfigError for a bad size.
 LoadedModel make_model(const ModelSource& source);
 
-/// A model runner built from engine options: the checkpoint (or random weights) loaded in the
+/// A prepared network from engine options: the checkpoint (or random weights) loaded in the
 /// runner's dtype, token routing modules when asked, then the checkpoint freed and the C heap
-/// trimmed. Shared by the engines and corridorkey-model-check.
-struct BuiltRunner {
-  std::unique_ptr<ModelRunner> runner;
+/// trimmed. What a corridorkey::Model holds.
+struct LoadedNet {
+  std::shared_ptr<const PreparedNet> net;
   std::string description, arch;  // the file or "random:<arch>"; the architecture
   int64_t img_size = 0, backbone_size = 0, parameters = 0;  // backbone: where the encoder runs
   TunePlan plan;  // what the measured plan decided (or the flag rules, tune off)
+};
+LoadedNet load_net(const EngineOptions& options, const torch::Device& device, std::string& notes);
+
+/// A model runner on a network of its own (load_net + ModelRunner). Shared by
+/// corridorkey-model-check and the tests.
+struct BuiltRunner {
+  std::unique_ptr<ModelRunner> runner;
+  std::string description, arch;
+  int64_t img_size = 0, backbone_size = 0, parameters = 0;
+  TunePlan plan;
 };
 BuiltRunner build_runner(const EngineOptions& options, const torch::Device& device,
                          std::string& notes);

@@ -1,66 +1,18 @@
+// The model runner: one engine's way of running a prepared network. This file holds the
+// runner itself (construction, refiner mode, what it reports); precision_layout.cpp the
+// weights' preparation, oom_policy.cpp the on_oom policy, execution.cpp eager / CUDA graph /
+// AOTInductor execution.
 #include "runtime/model_runner.h"
 
 #include <corridorkey/errors.h>
-#include <corridorkey/system.h>
 
 #include "config/log.h"
 #include "runtime/memory.h"
-#include "timing.h"
+#include "runtime/runner_internals.h"
 #include "attention_cpu.h"
 #include "attention_f32_cpu.h"
-#include "model/tiled_refiner.h"
-
-#include <ATen/autocast_mode.h>
-#include <c10/core/InferenceMode.h>
-#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
-#include <torch/cuda.h>
-#ifdef CK_WITH_CUDA
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
-
-#include <atomic>
-#include <chrono>
-#include <mutex>
 
 namespace corridorkey::detail {
-namespace {
-
-using timing::Clock;
-const auto ms = timing::ms_between;
-
-torch::ScalarType to_dtype(Precision p) {
-  switch (p) {
-    case Precision::Float16: return torch::kHalf;
-    case Precision::BFloat16: return torch::kBFloat16;
-    default: return torch::kFloat;
-  }
-}
-
-/// RAII autocast for one device type.
-class AutocastScope {
- public:
-  AutocastScope(bool on, c10::DeviceType dev, torch::ScalarType dt) : on_(on), dev_(dev) {
-    if (!on_) return;
-    prev_enabled_ = at::autocast::is_autocast_enabled(dev_);
-    prev_dtype_ = at::autocast::get_autocast_dtype(dev_);
-    at::autocast::set_autocast_enabled(dev_, true);
-    at::autocast::set_autocast_dtype(dev_, dt);
-  }
-  ~AutocastScope() {
-    if (!on_) return;
-    at::autocast::set_autocast_enabled(dev_, prev_enabled_);
-    at::autocast::set_autocast_dtype(dev_, prev_dtype_);
-    at::autocast::clear_cache();
-  }
-
- private:
-  bool on_;
-  c10::DeviceType dev_;
-  bool prev_enabled_ = false;
-  torch::ScalarType prev_dtype_ = torch::kFloat;
-};
 
 // LibTorch errors carry a multi-line C++ backtrace; a note keeps only the message itself.
 std::string first_line(const char* what) {
@@ -69,28 +21,10 @@ std::string first_line(const char* what) {
   return nl == std::string::npos ? s.substr(0, 300) : s.substr(0, std::min<size_t>(nl, 300));
 }
 
-}  // namespace
-
-struct ModelRunner::Graph {
-#ifdef CK_WITH_CUDA
-  at::cuda::CUDAGraph graph;
-  torch::Tensor in, alpha, fg;
-#endif
-};
-
-struct ModelRunner::Aoti {
-  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
-};
-
 void check_finite_outputs(const ModelRun& run, const std::string& what) {
   CK_CHECK(torch::isfinite(run.alpha).all().item<bool>() && torch::isfinite(run.fg).all().item<bool>(),
            ModelError, what, ": the model produced non-finite alpha / fg (NaN or Inf): check the "
            "checkpoint, refiner_scale and the plate");
-}
-
-torch::ScalarType weight_dtype_for(const EngineOptions& o, const torch::Device& device) {
-  if (o.mixed_precision) return torch::kFloat;
-  return to_dtype(resolve_precision(o.model_precision, device.str()));
 }
 
 uint64_t refiner_whole_image_bytes(int64_t S, int64_t C, int64_t elem, bool fused) {
@@ -105,45 +39,14 @@ uint64_t refiner_budget_bytes(const EngineOptions& o, const torch::Device& devic
 
 ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::Device device,
                          std::string& notes, model::TokenRouter router, const TunePlan* plan)
-    : net_(std::move(net)), router_(std::move(router)), opt_(o), device_(device) {
-  // Precision: mixed keeps fp32 weights and autocasts matmuls/convs to the half type the
-  // profile names (fp16 by default on CUDA, bf16 on CPU); otherwise weights and
-  // activations are cast to model_precision.
-  const Precision prec = resolve_precision(o.model_precision, device.str());
-  if (o.model_precision == Precision::Auto)
-    note(notes, std::string("model_precision auto -> ") + to_string(prec) + " on " + device.str());
-  if (o.mixed_precision) {
-    autocast_ = true;
-    autocast_dtype_ = prec != Precision::Float32 ? to_dtype(prec)
-                      : device.is_cuda()         ? torch::kHalf
-                                                 : torch::kBFloat16;
-    weight_dtype_ = torch::kFloat;
-  } else {
-    weight_dtype_ = to_dtype(prec);
-  }
-  if (weight_dtype_ == torch::kHalf && device.is_cpu())
-    note(notes, "model_precision float16 on CPU runs, but slowly (no native fp16 kernels on "
-                "most CPUs); bfloat16 or float32 are faster there");
-  net_->to(device_, weight_dtype_);
-  net_->eval();
-  if (router_) {
-    router_->to(device_, weight_dtype_);
-    router_->eval();
-  }
-  net_->set_flash_attention(o.flash_attention);
-  // Native attention: on where asked, or per global stage where the plan timed it faster.
-  auto stage_native = [&](const char* option) {
-    if (o.native_attention == AutoSwitch::On) return true;
-    if (o.native_attention == AutoSwitch::Off || !plan) return false;
-    const auto* d = plan->find(option);
-    return d && d->value == "true";
-  };
-  for (size_t i = 0; i < native_.size(); ++i)
-    native_[i] = o.flash_attention && stage_native(("native_attention.stage" + std::to_string(i + 1)).c_str());
-  net_->encoder->model->set_native_attention(native_);
-  net_->encoder->model->set_token_chunk(o.token_chunk);
-  net_->set_fused_decoders(o.fused_decoder);
-  if (o.channels_last) net_->to_channels_last();
+    : ModelRunner(prepare_net(std::move(net), o, device, notes, std::move(router), plan), o, notes) {}
+
+ModelRunner::ModelRunner(std::shared_ptr<const PreparedNet> shared, const EngineOptions& o,
+                         std::string& notes)
+    : shared_(std::move(shared)), net_(shared_->net), router_(own_router(*shared_)), opt_(o),
+      device_(shared_->device), weight_dtype_(shared_->weight_dtype), autocast_(shared_->autocast),
+      autocast_dtype_(shared_->autocast_dtype), native_(shared_->native) {
+  const auto device = device_;
   choose_refiner(notes);
 
   // Compile modes.
@@ -169,61 +72,6 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
     }
   }
 }
-
-ExecPlan plan_execution(const EngineOptions& o, bool cuda, bool routing, bool decoupled) {
-  ExecPlan p;
-  const std::string mode = to_string(o.compile_mode);
-  switch (o.compile_mode) {
-    case CompileMode::None: break;
-    case CompileMode::ReduceOverhead:
-      if (!cuda)
-        p.notes.push_back("compile_mode reduce-overhead uses CUDA graphs, which need a CUDA "
-                          "device; running eager");
-      else if (routing)
-        p.notes.push_back("compile_mode reduce-overhead: token routing plans every frame from its "
-                          "hint, which a CUDA graph cannot capture; running eager");
-      else
-        p.kind = ExecKind::CudaGraph;
-      break;
-    case CompileMode::Default:
-    case CompileMode::MaxAutotune:
-      if (routing) {
-        p.notes.push_back("compile_mode " + mode + ": token routing plans every frame from its hint, "
-                          "which neither a CUDA graph nor an AOTInductor package holds; running eager");
-      } else if (!o.aoti_package.empty() && !decoupled) {
-        p.kind = ExecKind::Aoti;
-      } else {
-        // A package is one forward compiled elsewhere at one size: with the backbone
-        // decoupled it is not trusted to hold the resize, so the native forward runs.
-        const std::string why = o.aoti_package.empty()
-                                    ? "no AOTInductor package given (aoti_package)"
-                                    : "an AOTInductor package holds one forward at one size, "
-                                      "not this backbone_size";
-        if (cuda) p.kind = ExecKind::CudaGraph;
-        p.notes.push_back("compile_mode " + mode + ": " + why +
-                          (cuda ? "; using CUDA graphs" : o.aoti_package.empty()
-                                                              ? " and no CUDA graphs without CUDA; running eager"
-                                                              : "; running eager"));
-      }
-      break;
-  }
-  return p;
-}
-
-namespace {
-std::atomic<int> g_injected_oom{0};
-
-bool is_out_of_memory(const c10::Error& e) {
-  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
-  const std::string m = e.what_without_backtrace();
-  // CPU allocation failures arrive as plain c10::Error.
-  return m.find("out of memory") != std::string::npos ||
-         m.find("can't allocate memory") != std::string::npos ||
-         m.find("not enough memory") != std::string::npos;
-}
-}  // namespace
-
-void inject_out_of_memory(int n) { g_injected_oom = n; }
 
 ModelRunner::~ModelRunner() = default;
 
@@ -278,207 +126,6 @@ std::string ModelRunner::precision() const {
     return t == torch::kHalf ? "float16" : t == torch::kBFloat16 ? "bfloat16" : "float32";
   };
   return autocast_ ? std::string("mixed/") + name(autocast_dtype_) : name(weight_dtype_);
-}
-
-std::string ModelRunner::effective_compile_mode() const {
-  switch (exec_) {
-    case ExecKind::CudaGraph: return "cuda-graph";
-    case ExecKind::Aoti: return "aoti";
-    default: return "eager";
-  }
-}
-
-ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
-  c10::InferenceMode guard;
-  AutocastScope ac(autocast_, device_.type(), autocast_dtype_);
-  const auto x = autocast_ ? x_in : x_in.to(weight_dtype_);
-  const bool sync = timed && device_.is_cuda();
-  auto t0 = Clock::now(), last = t0;
-  ModelRun out;
-  model::ForwardOptions fo;
-  fo.keep_intermediates = false;  // free features/logits as soon as consumed
-  fo.refiner_scale = opt_.refiner_scale;
-  fo.channels_last = opt_.channels_last;
-  if (tiled_) {
-    const int64_t tile = opt_.tile_size;
-    fo.refiner_override = [this, tile](const torch::Tensor& in) {
-      return model::tiled_refiner_forward(*net_->refiner, in, {tile});
-    };
-  } else if (opt_.fused_refiner) {
-    fo.refiner_override = [this](const torch::Tensor& in) { return net_->refiner->forward_fused(in); };
-  }
-  const bool clear = opt_.cache_clearing && exec_ != ExecKind::CudaGraph;
-  const uint64_t base = timed ? live_bytes(device_) : 0;
-  if (timed) interval_peak(device_, base);
-  fo.on_stage = [&](const char* stage) {
-    if (sync) torch::cuda::synchronize();
-    const auto now = Clock::now();
-    const std::string s(stage);
-    const uint64_t peak = interval_peak(device_, base);
-    if (s == "encoder") {
-      out.timings.encoder_ms = ms(last, now);
-      out.encoder_peak = peak;
-    } else if (s == "decoders") {
-      out.timings.decoders_ms = ms(last, now);
-      out.decoders_peak = peak;
-    } else {
-      out.timings.refiner_ms = ms(last, now);
-      out.refiner_peak = peak;
-    }
-    if (clear) empty_device_cache(device_);
-    last = Clock::now();
-  };
-  if (!timed) fo.on_stage = nullptr;
-  if (router_) {
-    router_->plan(x);  // index sets once per frame and stage, before the encoder runs
-    fo.encoder_block_hook = [this](size_t i, model::HieraBlockImpl& blk, const torch::Tensor& t) {
-      return router_->run_block(i, blk, t);
-    };
-    out.routed_stage2 = router_->route(2).fraction;
-    out.routed_stage3 = router_->route(3).fraction;
-  }
-  auto r = net_->forward(x, fo);
-  out.alpha = r.alpha.to(torch::kFloat);
-  out.fg = r.fg.to(torch::kFloat);
-  if (sync) torch::cuda::synchronize();
-  out.timings.infer_ms = ms(t0, Clock::now());
-  return out;
-}
-
-ModelRun ModelRunner::run(const torch::Tensor& x) {
-  std::vector<std::string> warnings;
-  for (;;) {
-    try {
-      if (g_injected_oom > 0) {
-        --g_injected_oom;
-        TORCH_CHECK_WITH(OutOfMemoryError, false, "injected: out of memory (test hook)");
-      }
-      auto r = run_once(x);
-      r.warnings = std::move(warnings);
-      return r;
-    } catch (const c10::Error& e) {
-      if (!is_out_of_memory(e)) throw;
-      const std::string step = opt_.on_oom == OnOom::Degrade ? degrade() : "";
-      if (step.empty())
-        throw ModelError(std::string("out of memory at img_size ") +
-                         std::to_string(net_->config().img_size) + " on " + device_.str() +
-                         (opt_.on_oom == OnOom::Degrade ? " even after degrading" : "") + ": " +
-                         e.what_without_backtrace() +
-                         " (lower --img-size, or --on-oom degrade / --tiled-refiner / a half precision)");
-      warnings.push_back("out of memory at img_size " + std::to_string(net_->config().img_size) +
-                         ": " + step + "; retrying this frame (it stays that way for the run)");
-      empty_device_cache(device_);
-    }
-  }
-}
-
-std::string ModelRunner::degrade() {
-  if (degraded_ == 0) {
-    ++degraded_;
-    std::string what;
-    if (!tiled_) what = "refiner tiled (" + std::to_string(opt_.tile_size) + " px)";
-    if (!opt_.cache_clearing) what += std::string(what.empty() ? "" : " and ") + "cache clearing on";
-    tiled_ = true;
-    opt_.cache_clearing = true;
-    if (exec_ == ExecKind::CudaGraph) {  // a graph holds its whole memory pool
-      graph_.reset();
-      exec_ = ExecKind::Eager;
-      what += std::string(what.empty() ? "" : ", ") + "CUDA graph dropped";
-    }
-    if (!what.empty()) return what;
-  }
-  if (degraded_ == 1) {
-    ++degraded_;
-    const bool half = weight_dtype_ != torch::kFloat || autocast_;
-    if (!half) {
-      weight_dtype_ = device_.is_cuda() || device_.is_mps() ? torch::kHalf : torch::kBFloat16;
-      net_->to(weight_dtype_);
-      net_->alpha_decoder->invalidate_fused();
-      net_->fg_decoder->invalidate_fused();
-      if (router_) router_->to(weight_dtype_);
-      return std::string("model precision float32 -> ") +
-             (weight_dtype_ == torch::kHalf ? "float16" : "bfloat16");
-    }
-  }
-  return "";
-}
-
-ModelRun ModelRunner::run_once(const torch::Tensor& x) {
-  switch (exec_) {
-    case ExecKind::Eager: return eager(x, true);
-    case ExecKind::Aoti: {
-      c10::InferenceMode guard;
-      const auto t0 = Clock::now();
-      auto outs = aoti_->loader->run({x.to(weight_dtype_)});
-      CK_CHECK(outs.size() >= 2, ModelError, opt_.aoti_package,
-               ": AOTInductor package must return (..., alpha, fg)");
-      ModelRun r;
-      r.alpha = outs[outs.size() - 2].to(torch::kFloat);
-      r.fg = outs.back().to(torch::kFloat);
-      r.timings.infer_ms = ms(t0, Clock::now());
-      return r;
-    }
-    case ExecKind::CudaGraph: return run_graph(x);
-  }
-  return eager(x, true);
-}
-
-ModelRun ModelRunner::run_graph(const torch::Tensor& x) {
-#ifdef CK_WITH_CUDA
-  if (!graph_) {
-    // Capture once at the fixed input size (warm-up on the capture stream first so lazy
-    // initialisation and cuDNN algorithm choice happen outside the graph). A capture that
-    // fails (an op that syncs with the host, an allocator that cannot graph) falls back to
-    // eager for the rest of the run, with one warning: the same network, just not replayed.
-    auto g = std::make_unique<Graph>();
-    g->in = torch::zeros_like(x);
-    auto stream = c10::cuda::getStreamFromPool();
-    bool capturing = false;
-    try {
-      {
-        c10::cuda::CUDAStreamGuard sg(stream);
-        for (int i = 0; i < 2; ++i) eager(g->in, false);
-      }
-      torch::cuda::synchronize();
-      c10::cuda::CUDAStreamGuard sg(stream);
-      g->graph.capture_begin();
-      capturing = true;
-      auto r = eager(g->in, false);
-      g->graph.capture_end();
-      capturing = false;
-      g->alpha = r.alpha;
-      g->fg = r.fg;
-      torch::cuda::synchronize();
-      graph_ = std::move(g);
-    } catch (const c10::Error& e) {
-      if (capturing) {
-        try {
-          g->graph.capture_end();
-        } catch (...) {
-        }
-      }
-      if (is_out_of_memory(e)) throw;  // the on_oom policy decides
-      exec_ = ExecKind::Eager;
-      auto r = eager(x, true);
-      r.warnings.push_back(std::string("CUDA graph capture failed (") +
-                           std::string(e.what_without_backtrace()).substr(0, 200) +
-                           "); running eager from now on");
-      return r;
-    }
-  }
-  const auto t0 = Clock::now();
-  graph_->in.copy_(x);
-  graph_->graph.replay();
-  ModelRun r;
-  r.alpha = graph_->alpha.clone();
-  r.fg = graph_->fg.clone();
-  torch::cuda::synchronize();
-  r.timings.infer_ms = ms(t0, Clock::now());
-  return r;
-#else
-  (void)x;
-  throw ModelError("CUDA graphs requested in a build without CUDA");
-#endif
 }
 
 }  // namespace corridorkey::detail

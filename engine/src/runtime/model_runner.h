@@ -60,12 +60,43 @@ uint64_t refiner_whole_image_bytes(int64_t S, int64_t C, int64_t element_size, b
 /// refiner_memory_budget_mb, or half the memory free on the device when it is 0.
 uint64_t refiner_budget_bytes(const EngineOptions& options, const torch::Device& device);
 
+/// The network as every engine on one Model runs it: weights cast to their storage type
+/// and moved to the device, convolution weights channels-last, decoder folds computed, the
+/// attention kernel chosen per stage. Prepared once, then only read: engines on several
+/// threads run forward() on the same modules (no second copy of the weights).
+struct PreparedNet {
+  model::GreenFormer net{nullptr};
+  /// Token routing's modules as loaded. Routing keeps per-frame state (the index sets), so
+  /// each runner builds its own router on these weights (aliased, not copied).
+  model::TokenRouter router{nullptr};
+  EngineOptions options;  // resolved (the measured plan's decisions applied)
+  torch::Device device{torch::kCPU};
+  torch::ScalarType weight_dtype = torch::kFloat;
+  bool autocast = false;
+  torch::ScalarType autocast_dtype = torch::kBFloat16;
+  std::array<bool, 4> native{};  // the engine's attention kernel per encoder stage
+  uint64_t weight_bytes = 0;     // parameters and buffers as stored
+};
+
+/// Precision and layouts: casts `net` (and `router`) to the storage type the options ask
+/// for on `device`, applies channels-last, the attention switches and the decoder folds.
+/// `notes` gets one line per option that cannot apply as asked (also logged once).
+/// `plan`: the measured plan's per-stage attention kernel choices (tune_plan.h); options
+/// must already hold what the plan resolved (precision, tiling).
+std::shared_ptr<const PreparedNet> prepare_net(model::GreenFormer net, const EngineOptions& options,
+                                               torch::Device device, std::string& notes,
+                                               model::TokenRouter router = nullptr,
+                                               const TunePlan* plan = nullptr);
+
 class ModelRunner {
  public:
-  /// Resolves options against the device; `notes` gets one line per option that cannot
-  /// apply as asked (also logged to stderr once).
-  /// `plan`: the measured plan's per-stage attention kernel choices (tune_plan.h); options
-  /// must already hold what the plan resolved (precision, tiling).
+  /// One engine's way of running a prepared network: refiner mode, compile mode, OOM
+  /// policy, CUDA graph / AOTInductor state. `options`: this engine's (the model's fields
+  /// must match what `net` was prepared with; engine.cpp checks). `notes` gets one line per
+  /// option that cannot apply as asked.
+  ModelRunner(std::shared_ptr<const PreparedNet> net, const EngineOptions& options,
+              std::string& notes);
+  /// prepare_net, then a runner on it (one engine, its own weights).
   ModelRunner(model::GreenFormer net, const EngineOptions& options, torch::Device device,
               std::string& notes, model::TokenRouter router = nullptr, const TunePlan* plan = nullptr);
   ~ModelRunner();
@@ -92,7 +123,8 @@ class ModelRunner {
   std::string degrade();
   struct Graph;
 
-  model::GreenFormer net_;
+  std::shared_ptr<const PreparedNet> shared_;
+  model::GreenFormer net_;  // shared_->net, or this engine's own copy after an on_oom cast
   model::TokenRouter router_{nullptr};
   EngineOptions opt_;
   torch::Device device_;

@@ -1,0 +1,81 @@
+// A loaded GreenFormer: immutable weights on one device, shared by the engines made from it.
+//
+//   corridorkey::EngineOptions opt = corridorkey::load_profile("optimized");
+//   opt.checkpoint = "CorridorKey.pth";
+//   std::shared_ptr<const corridorkey::Model> model = corridorkey::Model::load(opt);  // one read
+//   auto a = corridorkey::create_engine(model);   // thread A's engine
+//   auto b = corridorkey::create_engine(model);   // thread B's: no second copy of the weights
+//
+// What a Model holds is baked for one use: the weights' storage type (precision), their
+// layout (channels-last), the fused decoders' folded weights, the attention kernel per
+// encoder stage and the model size (the checkpoint's pos_embed resized to img_size). So a
+// Model is keyed by those options (model_key()). An engine must be asked for with options
+// of the same key: asking for another precision, layout, size, device or checkpoint is a
+// ConfigError, and Model::load() with those options makes a NEW COPY of the weights (there
+// is no conversion in place: the engines already running keep reading these).
+//
+// Per engine, not per Model: the buffers and activations of a frame, the refiner mode
+// (whole / tiled), compile mode (eager / CUDA graph / AOTInductor package), the on_oom policy
+// (an engine that has to drop to a half precision casts a private copy for itself),
+// token routing's per-frame plan, and the post-processing settings (despill, despeckle).
+//
+// Thread-safety: Model::load() may be called from any thread, concurrently. A loaded Model
+// is never modified: every const member, and creating engines from it, may be called from
+// any number of threads at once. It lives as long as the last shared_ptr (each engine made
+// from it holds one), so the host may drop its own reference at any time.
+#pragma once
+
+#include <corridorkey/export.h>
+#include <corridorkey/options.h>
+#include <corridorkey/tune.h>
+#include <corridorkey/version.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+CORRIDORKEY_NAMESPACE_BEGIN
+
+/// The options that decide what a Model holds, as one line of text:
+/// "checkpoint=<absolute path>;device=<resolved device>;img_size=...;model_precision=...;
+/// mixed_precision=...;channels_last=...;fused_decoder=...;flash_attention=...;
+/// native_attention=...;token_chunk=...;tune=...;backbone_size=...;token_routing=...".
+/// Device "auto" and an empty checkpoint are resolved first, so equal keys mean equal
+/// weights. Everything else in EngineOptions is per engine. Throws DeviceError for a
+/// device that is not there.
+CORRIDORKEY_API std::string model_key(const EngineOptions& options);
+
+class CORRIDORKEY_API Model {
+ public:
+  /// Reads the checkpoint (or builds random weights, EngineOptions::random_weights_arch) and
+  /// prepares it for `options`: the measured plan (tune) is resolved here, once. Every call
+  /// loads: a host that wants one copy per key keeps the shared_ptr (`serve` caches them by
+  /// model_key()). Throws ConfigError / IoError / ModelError / DeviceError as engines do.
+  static std::shared_ptr<const Model> load(const EngineOptions& options);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const std::string& key() const;        // model_key() of the options it was loaded with
+  const EngineOptions& options() const;  // as asked (create_engine(model) uses them)
+  const std::string& device() const;     // "cpu", "cuda:0", ...
+  const std::string& checkpoint() const; // the file read, or "random:<arch>"
+  const std::string& arch() const;
+  int64_t img_size() const;
+  int64_t parameters() const;
+  /// Bytes of the weights as stored on the device (parameters and buffers, in their type).
+  uint64_t weight_bytes() const;
+  /// One line per option that could not apply as asked while loading (as EngineInfo::notes).
+  const std::string& notes() const;
+  /// What the measured plan decided at load.
+  const TunePlan& tune() const;
+
+  struct Impl;  // internal
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+CORRIDORKEY_NAMESPACE_END
