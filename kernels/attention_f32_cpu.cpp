@@ -620,25 +620,21 @@ double time_isa(Isa isa) {
 struct Choice {
   bool avx2 = false, avx512 = false;
   Isa isa = Isa::none;
-  double ms_avx2 = 0, ms_avx512 = 0;
 };
 
-/// Each variant the CPU can run must pass its self-test. Where both pass, the faster on a
-/// timed problem runs: 16 lanes are not faster everywhere (a CPU may split zmm work in two,
-/// or lower its clock for it), so the flags only nominate.
+/// Each variant the CPU can run must pass its self-test; AVX-512 runs where it passes. The
+/// choice is not timed per process: the two variants sum each softmax row in a different
+/// order, so a per-process race would let two processes on one machine (`inference` and
+/// `serve`, two chunks of a job) differ in the last bits. Whether the kernel runs at all is
+/// the measured plan's per-stage trial against SDPA, with the variant chosen here;
+/// time_isa() reports both (tests, `native_attention_f32_timing`).
 const Choice& choice() {
   static const Choice c = [] {
     Choice r;
 #ifdef CK_HAVE_X86
     r.avx2 = cpu_has_avx2_fma() && self_test(Isa::avx2);
     r.avx512 = cpu_has_avx512() && self_test(Isa::avx512);
-    if (r.avx2 && r.avx512) {
-      r.ms_avx2 = 1e3 * time_isa(Isa::avx2);
-      r.ms_avx512 = 1e3 * time_isa(Isa::avx512);
-      r.isa = r.ms_avx512 < r.ms_avx2 ? Isa::avx512 : Isa::avx2;
-    } else {
-      r.isa = r.avx512 ? Isa::avx512 : r.avx2 ? Isa::avx2 : Isa::none;
-    }
+    r.isa = r.avx512 ? Isa::avx512 : r.avx2 ? Isa::avx2 : Isa::none;
 #endif
     return r;
   }();
@@ -651,16 +647,18 @@ Isa chosen_isa() { return choice().isa; }
 bool native_attention_f32_available() { return active_isa() != Isa::none; }
 
 std::string native_attention_f32_isa() {
-  const Choice& c = choice();
   const Isa isa = active_isa();
-  std::string out = isa == Isa::avx512 ? "avx512" : isa == Isa::avx2 ? "avx2" : "none";
-  if (g_forced.load() >= 0) return out + " (forced)";
-  if (c.avx2 && c.avx512) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, " (timed: avx512 %.1f ms, avx2 %.1f ms)", c.ms_avx512, c.ms_avx2);
-    out += buf;
-  }
-  return out;
+  const std::string out = isa == Isa::avx512 ? "avx512" : isa == Isa::avx2 ? "avx2" : "none";
+  return g_forced.load() >= 0 ? out + " (forced)" : out;
+}
+
+std::string native_attention_f32_timing() {
+  const Choice& c = choice();
+  if (!(c.avx2 && c.avx512)) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "avx512 %.1f ms, avx2 %.1f ms", 1e3 * time_isa(Isa::avx512),
+                1e3 * time_isa(Isa::avx2));
+  return buf;
 }
 
 bool native_attention_f32_use_isa(const std::string& isa) {

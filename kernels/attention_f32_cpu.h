@@ -40,10 +40,15 @@ struct AttentionF32Shape {
 /// once, on small odd-sized problems, against a float64 reference).
 bool native_attention_f32_available();
 
-/// The variant that runs: "avx512" (16 lanes) or "avx2" (8 lanes), each self-tested; where
-/// both pass, the one that ran a 4-head, 1024-token, d 56 problem faster at first use (about
-/// 0.1 s, once per process), with its times; "none" when neither runs.
+/// The variant that runs: "avx512" (16 lanes) where it passes its self-test, else "avx2"
+/// (8 lanes), else "none". Fixed per machine, never timed per process: the variants sum a
+/// softmax row in different orders, and two processes on one machine must give the same
+/// bits. Whether the kernel runs at all is the measured plan's trial against SDPA.
 std::string native_attention_f32_isa();
+
+/// Both variants timed on a 4-head, 1024-token, d 56 problem (median of 3), e.g.
+/// "avx512 9.2 ms, avx2 14.8 ms"; empty where only one runs. For tests and reports.
+std::string native_attention_f32_timing();
 
 /// Tests and benchmarks: run "avx2" or "avx512" from now on ("auto" restores the timed
 /// choice). False, changing nothing, when that variant is not available here.

@@ -190,7 +190,10 @@ TEST_CASE("native fp32 attention matches float64 attention to fp32 rounding, in 
     int64_t tokens, heads, windows, q_stride, d;
   };
   // Both variants, whichever the timed choice runs: a CPU that lacks AVX-512 runs only AVX2.
-  std::cout << "native fp32 attention runs " << K::native_attention_f32_isa() << "\n";
+  std::cout << "native fp32 attention runs " << K::native_attention_f32_isa() << " ("
+            << K::native_attention_f32_timing() << ")\n";
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    CHECK(K::native_attention_f32_isa() == "avx512");  // fixed per machine, not raced per process
   for (const std::string isa : {"avx2", "avx512"}) {
   if (!K::native_attention_f32_use_isa(isa)) {
     std::cout << "SKIPPED the " << isa << " variant: not available on this CPU\n";

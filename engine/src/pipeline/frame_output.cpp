@@ -4,6 +4,7 @@
 #include <corridorkey/errors.h>
 #include <corridorkey/frame.h>
 
+#include "colour/primaries.h"
 #include "io/image_io.h"
 #include "post/postprocess.h"
 
@@ -87,7 +88,10 @@ void write_frame_output(FrameOutput kind, const std::string& path, const Image& 
     case FrameOutput::Processed:
       CK_CHECK(ext == ".exr", ConfigError, path, ": ", to_string(kind),
                " is written as a half-float EXR; name it .exr");
-      io::write_exr(path, image, want == 1 ? "Y" : want == 3 ? "RGB" : "RGBA", compression);
+      // Processed is scene-linear Rec.709 unless a colour space converted it (the clip
+      // pipeline writes those itself): its EXR says so, as the clip pipeline's does.
+      io::write_exr(path, image, want == 1 ? "Y" : want == 3 ? "RGB" : "RGBA", compression,
+                    kind == FrameOutput::Processed ? colour::gamut("rec709").xy.data() : nullptr);
       return;
     case FrameOutput::Comp:
       CK_CHECK(ext == ".png" || ext == ".exr", ConfigError, path,
