@@ -43,18 +43,18 @@ constexpr int kMr = 6;        // query rows per q k^T micro-tile: 6 x 2 accumula
 /// below -126 give 2^-126, the smallest normal float: a probability that small next to the
 /// row's largest, 1, changes no sum. The softmax's scale and log2(e) fold into one FMA
 /// before it, so the exp costs no Cody-Waite reduction.
+/// Taylor coefficients of 2^f = e^(f ln 2), highest degree first (Horner), shared by both
+/// variants so they compute the same probabilities.
+constexpr float kExp2Poly[8] = {1.5252733804059841e-05f, 1.5403530393381609e-04f, 1.3333558146428443e-03f,
+                                9.6181291076284772e-03f, 5.5504108664821580e-02f, 2.4022650695910071e-01f,
+                                6.9314718055994531e-01f, 1.0f};
+
 CK_AVX2 inline __m256 exp2_ps(__m256 x) {
   x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));
   const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 f = _mm256_sub_ps(x, n);
-  __m256 p = _mm256_set1_ps(1.5252733804059841e-05f);
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.5403530393381609e-04f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-03f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.6181291076284772e-03f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.5504108664821580e-02f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022650695910071e-01f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718055994531e-01f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  __m256 p = _mm256_set1_ps(kExp2Poly[0]);
+  for (int i = 1; i < 8; ++i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2Poly[i]));
   const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
@@ -277,14 +277,8 @@ CK_AVX512 inline __m512 exp2_ps512(__m512 x) {
   x = _mm512_max_ps(x, _mm512_set1_ps(-126.0f));
   const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(x, n);
-  __m512 p = _mm512_set1_ps(1.5252733804059841e-05f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393381609e-04f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-03f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-03f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-02f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-01f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-01f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  __m512 p = _mm512_set1_ps(kExp2Poly[0]);
+  for (int i = 1; i < 8; ++i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[i]));
   const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
   return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
 }
