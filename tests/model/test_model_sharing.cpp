@@ -175,6 +175,60 @@ TEST_CASE("an engine on a Model: per-engine options may differ, the Model's may 
   CHECK(weak.expired());
 }
 
+TEST_CASE("Model::load from several threads at once: each load whole, each keys as a single engine",
+          "[model]") {
+  // model.h promises concurrent Model::load is safe. Three threads load at once: two under
+  // one key (two copies: load never shares) and one under another layout (channels-last),
+  // while a fourth thread keys on an already loaded Model.
+  const auto frames = sample_frames(1);
+  auto plain = bundled();
+  auto cl = bundled();
+  cl.channels_last = true;
+  REQUIRE(model_key(plain) != model_key(cl));
+  Image expected, expected_cl;
+  {
+    OriginalEngine single(plain), single_cl(cl);
+    expected = single.process_frame(frames[0].plate.view(), frames[0].hint.view()).alpha;
+    expected_cl = single_cl.process_frame(frames[0].plate.view(), frames[0].hint.view()).alpha;
+  }
+  auto ready = Model::load(plain);
+  const auto loads = corridorkey::detail::checkpoint_loads();
+  const std::vector<EngineOptions> asks = {plain, plain, cl};
+  std::vector<std::shared_ptr<const Model>> got(asks.size());
+  std::vector<Image> mattes(asks.size() + 1);
+  std::vector<std::string> errors(asks.size() + 1);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < asks.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        got[i] = Model::load(asks[i]);
+        mattes[i] = create_engine(got[i])->process_frame(frames[0].plate.view(), frames[0].hint.view()).alpha;
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  threads.emplace_back([&] {
+    try {
+      mattes.back() = create_engine(ready)->process_frame(frames[0].plate.view(), frames[0].hint.view()).alpha;
+    } catch (const std::exception& e) {
+      errors.back() = e.what();
+    }
+  });
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) CHECK(e.empty());
+  CHECK(corridorkey::detail::checkpoint_loads() == loads + asks.size());
+  REQUIRE(got[0]);
+  REQUIRE(got[1]);
+  REQUIRE(got[2]);
+  CHECK(got[0] != got[1]);  // two loads, two Models
+  CHECK(got[0]->key() == ready->key());
+  CHECK(got[2]->key() == model_key(cl));
+  CHECK(mattes[0].pixels == expected.pixels);
+  CHECK(mattes[1].pixels == expected.pixels);
+  CHECK(mattes[2].pixels == expected_cl.pixels);
+  CHECK(mattes[3].pixels == expected.pixels);
+}
+
 TEST_CASE("on_oom's precision step casts the engine's own copy, not the shared weights", "[model]") {
   auto opt = bundled("original");
   opt.on_oom = OnOom::Degrade;

@@ -127,8 +127,7 @@ std::vector<Image> estimation_plates(const io::Clip& c, int n, const ClipColour&
     CK_CHECK(im.channels >= 3, IoError, c.root, ": plates have ", im.channels,
              " channel(s); a backing colour needs RGB plates");
     decode_plate(colour, im);
-    if (colour.linear)
-      for (auto& x : im.pixels) x = post::linear_to_srgb(std::max(x, 0.f));
+    if (colour.linear) post::linear_to_srgb_inplace(im.pixels.data(), im.pixels.size());
   }
   return v;
 }
@@ -301,8 +300,7 @@ void check_backing_agreement(const ClipPlan& p, int n, Plan& plan, const io::Dec
     }
     if (im.channels < 3) continue;
     decode_plate(p.colour, im);
-    if (p.linear)
-      for (auto& x : im.pixels) x = post::linear_to_srgb(std::max(x, 0.f));
+    if (p.linear) post::linear_to_srgb_inplace(im.pixels.data(), im.pixels.size());
     std::string own;
     try {
       own = estimate_screen({im.view()}, Screen::Auto, file).screen == Screen::Blue ? "blue" : "green";

@@ -57,7 +57,7 @@ Image generate_hint(const ClipPlan& p, const Image& plate, const std::string& st
   Image encoded;
   if (p.linear) {  // the key runs on the sRGB-encoded plate, as the model sees it
     encoded = plate;
-    for (auto& v : encoded.pixels) v = post::linear_to_srgb(v);
+    post::linear_to_srgb_inplace(encoded.pixels.data(), encoded.pixels.size());
     srgb = &encoded;
   }
   Image hint = chroma_hint(srgb->view(), p.screen, p.hint_options);

@@ -40,8 +40,7 @@ void resolve_screen(pipeline::ClipPlan& p, const Image& plate, const FrameSettin
   }
   Image srgb = plate;  // estimated on the sRGB-encoded plate, as the model sees it
   pipeline::decode_plate(p.colour, srgb);
-  if (p.linear)
-    for (auto& x : srgb.pixels) x = post::linear_to_srgb(std::max(x, 0.f));
+  if (p.linear) post::linear_to_srgb_inplace(srgb.pixels.data(), srgb.pixels.size());
   CK_CHECK(srgb.channels >= 3, IoError, file, ": plate has ", srgb.channels,
            " channel(s); a backing colour needs an RGB plate");
   try {

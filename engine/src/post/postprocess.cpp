@@ -53,16 +53,6 @@ void parallel_rows(int rows, int cols, int threads, F&& fn) {
 
 }  // namespace
 
-float srgb_to_linear(float x) {
-  x = std::max(x, 0.f);
-  return x <= 0.04045f ? x / 12.92f : std::pow((x + 0.055f) / 1.055f, 2.4f);
-}
-
-float linear_to_srgb(float x) {
-  x = std::max(x, 0.f);
-  return x <= 0.0031308f ? x * 12.92f : 1.055f * std::pow(x, 1.f / 2.4f) - 0.055f;
-}
-
 Image resize_lanczos(const Image& src, int width, int height) {
   if (src.width == width && src.height == height) return src;
   cv::Mat out;
@@ -120,7 +110,8 @@ Image to_linear(const Image& fg, int threads) {
   const size_t row = static_cast<size_t>(fg.width);
   parallel_rows(fg.height, fg.width, threads, [&](int y0, int y1) {
     for (size_t i = y0 * row; i < y1 * row; ++i)
-      for (int c = 0; c < 3; ++c) out.pixels[i * 3 + c] = srgb_to_linear(fg.pixels[i * fg.channels + c]);
+      for (int c = 0; c < 3; ++c) out.pixels[i * 3 + c] = fg.pixels[i * fg.channels + c];
+    srgb_to_linear_inplace(out.pixels.data() + y0 * row * 3, (y1 - y0) * row * 3);
   });
   return out;
 }
@@ -142,14 +133,16 @@ Image checker_comp_from_linear(const Image& lin, const Image& alpha, int threads
   Image out = blank(lin.width, lin.height, 3);
   const float dark = srgb_to_linear(kCheckerDark), light = srgb_to_linear(kCheckerLight);
   parallel_rows(lin.height, lin.width, threads, [&](int y0, int y1) {
-    for (int y = y0; y < y1; ++y)
+    for (int y = y0; y < y1; ++y) {
       for (int x = 0; x < lin.width; ++x) {
         const size_t i = static_cast<size_t>(y) * lin.width + x;
         const float bg = ((x / kCheckerSize + y / kCheckerSize) % 2 == 0) ? dark : light;
         const float a = alpha.pixels[i];
-        for (int c = 0; c < 3; ++c)
-          out.pixels[i * 3 + c] = linear_to_srgb(lin.pixels[i * 3 + c] * a + bg * (1.f - a));
+        for (int c = 0; c < 3; ++c) out.pixels[i * 3 + c] = lin.pixels[i * 3 + c] * a + bg * (1.f - a);
       }
+      linear_to_srgb_inplace(out.pixels.data() + static_cast<size_t>(y) * lin.width * 3,
+                             static_cast<size_t>(lin.width) * 3);
+    }
   });
   return out;
 }

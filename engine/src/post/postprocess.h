@@ -5,15 +5,14 @@
 
 #include <corridorkey/image.h>
 
+#include "post/srgb_transfer.h"
+
 namespace corridorkey::post {
 
 constexpr int kCheckerSize = 128;
 constexpr float kCheckerDark = 0.15f, kCheckerLight = 0.55f;  // sRGB
 constexpr int kDespeckleDilation = 25;   // 51x51 ellipse
 constexpr int kDespeckleBlur = 5;        // 11x11 Gaussian, sigma from OpenCV's rule (2.0)
-
-float srgb_to_linear(float x);
-float linear_to_srgb(float x);
 
 /// Lanczos-4 resize (cv::INTER_LANCZOS4, may overshoot like the reference: not clamped).
 Image resize_lanczos(const Image& src, int width, int height);

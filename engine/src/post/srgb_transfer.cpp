@@ -1,0 +1,115 @@
+#include "post/srgb_transfer.h"
+
+#include <cstdint>
+#include <cstring>
+
+// Built with -ffp-contract=off (CMakeLists.txt): no fused multiply-adds, so the AVX-512,
+// AVX2 and baseline variants below round every operation alike and give the same bits.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CK_TRANSFER_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define CK_TRANSFER_CLONES
+#endif
+
+namespace corridorkey::post {
+namespace {
+
+constexpr double kLn2 = 0.69314718055994530942;
+constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: (y + k) - k rounds y to nearest
+
+inline uint32_t bits_of(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+inline float float_of(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+inline double double_of(uint64_t u) {
+  double x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+/// x^p for a positive normal float x, in double, rounded once to float. Branch-free, so the
+/// row loops vectorise. log2 x = e + 2/ln2 atanh(t), t = (m-1)/(m+1) with m in [1/sqrt2,
+/// sqrt2): |t| <= 0.1716, and the series to t^19 leaves < 2e-16. 2^f for |f| <= 1/2 from
+/// exp's series to degree 12: < 3e-16. Zero, denormal, inf and NaN inputs give a finite
+/// number that the callers replace (they select the linear segment or pass x through).
+inline float pow_positive(float x, double p) {
+  const uint32_t u = bits_of(x);
+  const int e = static_cast<int>(u >> 23) - 127;
+  double m = static_cast<double>(float_of((u & 0x007fffffu) | 0x3f800000u));  // [1, 2)
+  const bool upper = m > 1.4142135623730951;
+  m = upper ? m * 0.5 : m;
+  const double ed = static_cast<double>(e) + (upper ? 1.0 : 0.0);
+  const double t = (m - 1.0) / (m + 1.0), t2 = t * t;
+  double s = 1.0 / 19;
+  s = s * t2 + 1.0 / 17;
+  s = s * t2 + 1.0 / 15;
+  s = s * t2 + 1.0 / 13;
+  s = s * t2 + 1.0 / 11;
+  s = s * t2 + 1.0 / 9;
+  s = s * t2 + 1.0 / 7;
+  s = s * t2 + 1.0 / 5;
+  s = s * t2 + 1.0 / 3;
+  s = s * t2 + 1.0;
+  double y = p * (ed + (2.0 / kLn2) * (t * s));
+  y = y > -1100.0 ? y : -1100.0;  // also maps NaN to a finite value before the int cast
+  y = y < 1100.0 ? y : 1100.0;
+  const double n = (y + kRound) - kRound;
+  const double f = (y - n) * kLn2;  // |f| <= ln2 / 2
+  double q = 1.0 / 479001600;       // 1/12!
+  q = q * f + 1.0 / 39916800;
+  q = q * f + 1.0 / 3628800;
+  q = q * f + 1.0 / 362880;
+  q = q * f + 1.0 / 40320;
+  q = q * f + 1.0 / 5040;
+  q = q * f + 1.0 / 720;
+  q = q * f + 1.0 / 120;
+  q = q * f + 1.0 / 24;
+  q = q * f + 1.0 / 6;
+  q = q * f + 0.5;
+  q = q * f + 1.0;
+  q = q * f + 1.0;
+  int ni = static_cast<int>(n);
+  ni = ni > -1022 ? ni : -1022;  // beyond float's range either way: 0 or inf below
+  ni = ni < 1023 ? ni : 1023;
+  const double scale = double_of(static_cast<uint64_t>(static_cast<int64_t>(ni + 1023)) << 52);
+  return static_cast<float>(q * scale);
+}
+
+inline bool finite_bits(float x) { return (bits_of(x) & 0x7f800000u) != 0x7f800000u; }
+
+inline float to_linear_one(float x) {
+  x = x < 0.f ? 0.f : x;  // std::max(x, 0.f): NaN stays NaN
+  const float lin = x / 12.92f;
+  const float pw = pow_positive((x + 0.055f) / 1.055f, static_cast<double>(2.4f));
+  const float r = x <= 0.04045f ? lin : pw;
+  return finite_bits(x) ? r : x;
+}
+
+inline float to_srgb_one(float x) {
+  x = x < 0.f ? 0.f : x;  // std::max(x, 0.f): NaN stays NaN
+  const float lin = x * 12.92f;
+  const float pw = 1.055f * pow_positive(x, static_cast<double>(1.f / 2.4f)) - 0.055f;
+  const float r = x <= 0.0031308f ? lin : pw;
+  return finite_bits(x) ? r : x;
+}
+
+}  // namespace
+
+float srgb_to_linear(float x) { return to_linear_one(x); }
+float linear_to_srgb(float x) { return to_srgb_one(x); }
+
+CK_TRANSFER_CLONES void srgb_to_linear_inplace(float* v, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) v[i] = to_linear_one(v[i]);
+}
+
+CK_TRANSFER_CLONES void linear_to_srgb_inplace(float* v, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) v[i] = to_srgb_one(v[i]);
+}
+
+}  // namespace corridorkey::post
