@@ -40,10 +40,22 @@ namespace {
 std::mutex g_delay_m;
 std::map<std::string, double> g_delay;
 
+/// The delay injected for a trial: a tag such as "bfloat16 native" takes the delays of
+/// "bfloat16", "native" and of the whole tag, so a test can slow one precision, one kernel,
+/// or one kernel in one precision.
 double injected(const std::string& candidate) {
   std::lock_guard<std::mutex> l(g_delay_m);
-  const auto it = g_delay.find(candidate);
-  return it == g_delay.end() ? 0.0 : it->second;
+  double ms = 0;
+  auto add = [&](const std::string& k) {
+    const auto it = g_delay.find(k);
+    if (it != g_delay.end()) ms += it->second;
+  };
+  add(candidate);
+  if (candidate.find(' ') != std::string::npos) {
+    std::istringstream words(candidate);
+    for (std::string w; words >> w;) add(w);
+  }
+  return ms;
 }
 
 /// Best of `reps` timed runs after `warmup` untimed ones. The minimum, not the median: a
@@ -252,8 +264,10 @@ std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg
   const auto& e = cfg.encoder;
   // "plan 3": the float32 attention kernel's per-stage trials, timed with its AVX-512
   // variant where that runs; a plan cached before (which timed a slower kernel, or none) is
-  // not reused.
-  k << "engine " << CORRIDORKEY_VERSION_STRING << "; plan 3; torch " << TORCH_VERSION << "; "
+  // not reused. "plan 4": each precision's estimate and check time it with its own faster
+  // attention kernel (plan 3 compared bf16's best with float32's SDPA, then checked both
+  // with SDPA, and kept float32 at 2048 on a Zen 5 where bfloat16 ran 4x faster).
+  k << "engine " << CORRIDORKEY_VERSION_STRING << "; plan 4; torch " << TORCH_VERSION << "; "
     << (device.is_cpu() ? cpu_identity() : device.str()) << "; threads " << at::get_num_threads()
     << "; " << cfg.arch << " " << e.embed_dim << "/" << e.num_heads << "/";
   for (size_t i = 0; i < e.stages.size(); ++i) k << (i ? "-" : "") << e.stages[i];
@@ -328,6 +342,7 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
     const bool native_f32_open = opt.native_attention == AutoSwitch::Auto && opt.flash_attention &&
                                  !opt.mixed_precision && kernels::native_attention_f32_available();
     // Native attention per global stage, in bf16 (the kernel is bf16-only).
+    bool native16_3 = false, native32_3 = false;  // the faster stage-3 kernel per precision
     auto native_decisions = [&](std::vector<TuneDecision>& out, double& best_blk3) {
       if (!sh.has_global) return;
       struct Stage {
@@ -337,11 +352,14 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
       };
       for (const Stage st : {Stage{"native_attention.stage3", &sh.stage3, sh.tokens3},
                              Stage{"native_attention.stage4", &sh.stage4, sh.tokens4}}) {
-        const double sdpa = tr.block(*st.spec, st.tokens, torch::kBFloat16, false, "sdpa");
-        const double nat = tr.block(*st.spec, st.tokens, torch::kBFloat16, true, "native");
+        const double sdpa = tr.block(*st.spec, st.tokens, torch::kBFloat16, false, "bfloat16 sdpa");
+        const double nat = tr.block(*st.spec, st.tokens, torch::kBFloat16, true, "bfloat16 native");
         const bool use = nat < sdpa;  // same result within bf16 rounding: the faster wins
         out.push_back({st.name, use ? "true" : "false", "plan", "", {{"native", nat}, {"sdpa", sdpa}}});
-        if (st.spec == &sh.stage3) best_blk3 = std::min(nat, sdpa);
+        if (st.spec == &sh.stage3) {
+          best_blk3 = std::min(nat, sdpa);
+          native16_3 = use;
+        }
       }
     };
 
@@ -362,9 +380,19 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
           const double dec = tr.decoder(dt, cand);
           e = tr.frame_estimate(0, dec, ref);
           if (!over(e)) {
+            // Each precision with its faster kernel: at 2048 on a Zen 5, a float32 stage-3
+            // block ran 2.4 s with the fp32 kernel against 4.8 s through SDPA.
             double blk3 = 0;
-            if (bf16 && native_open) native_decisions(native, blk3);  // best of both kernels
-            else if (sh.has_global) blk3 = tr.block(sh.stage3, sh.tokens3, dt, false, cand);
+            if (bf16 && native_open) {
+              native_decisions(native, blk3);
+            } else if (!bf16 && native_f32_open && sh.has_global) {
+              const double sdpa = tr.block(sh.stage3, sh.tokens3, dt, false, "float32 sdpa");
+              const double nat = tr.block(sh.stage3, sh.tokens3, dt, true, "float32 native");
+              native32_3 = nat < sdpa;
+              blk3 = std::min(nat, sdpa);
+            } else if (sh.has_global) {
+              blk3 = tr.block(sh.stage3, sh.tokens3, dt, false, cand);
+            }
             e = tr.frame_estimate(blk3, dec, ref);
           }
         }
@@ -379,9 +407,11 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
         const double r32 = tr.refiner_block(torch::kFloat, "float32");
         const double r16 = tr.refiner_block(torch::kBFloat16, "bfloat16");
         double b32 = 0, b16 = 0;
-        if (sh.has_global) {
-          b32 = tr.block(sh.stage3, sh.tokens3, torch::kFloat, false, "float32");
-          b16 = tr.block(sh.stage3, sh.tokens3, torch::kBFloat16, false, "bfloat16");
+        if (sh.has_global) {  // each with the kernel it would run
+          b32 = tr.block(sh.stage3, sh.tokens3, torch::kFloat, native32_3,
+                         native32_3 ? "float32 native" : "float32 sdpa");
+          b16 = tr.block(sh.stage3, sh.tokens3, torch::kBFloat16, native16_3,
+                         native16_3 ? "bfloat16 native" : "bfloat16 sdpa");
         }
         if (!(tr.frame_estimate(b16, 0, r16) < (1.0 - kMargin) * tr.frame_estimate(b32, 0, r32)))
           precision = "float32";

@@ -31,8 +31,9 @@ std::string plan_key(const EngineOptions& opt, const model::GreenFormerConfig& c
                      const torch::Device& device);
 
 /// Test hook: every timed trial of `candidate` ("float32", "bfloat16", "native", "sdpa",
-/// "tiled", "whole") sleeps `ms` longer, so a forced-slow choice can be shown not picked.
-/// Empty candidate clears all delays.
+/// "tiled", "whole", or a precision and a kernel: "bfloat16 sdpa") sleeps `ms` longer, so a
+/// forced-slow choice can be shown not picked. A trial tagged "bfloat16 sdpa" takes the
+/// delays of both words and of the pair. Empty candidate clears all delays.
 void inject_trial_delay(const std::string& candidate, double ms);
 
 }  // namespace corridorkey::detail
