@@ -148,19 +148,25 @@ TEST_CASE("finish_frame: shared linear fg, threads and a kept despeckle give pos
       for (int c = 0; c < 3; ++c)
         raw.fg.pixels[i * 3 + c] = 0.2f + 0.3f * c + 0.0009f * static_cast<float>(x % 300) + (c == 1 ? 0.1f : 0.f);
     }
+  for (const float strength : {0.7f, 0.f})
   for (const Screen backing : {Screen::Green, Screen::Blue}) {
+    INFO("despill " << strength << ", backing " << (backing == Screen::Blue ? "blue" : "green"));
     // The reference's formulas one by one, each sRGB -> linear done inside its own step.
     const Image clean = post::despeckle(raw.alpha, 400);
-    const Image spill_free = post::despill(raw.fg, 0.7f, backing == Screen::Blue ? 2 : 1);
+    const Image spill_free = post::despill(raw.fg, strength, backing == Screen::Blue ? 2 : 1);
     const post::PostResult ref{post::premultiply_linear(spill_free, clean), post::checker_comp(spill_free, clean)};
+    // ... and the full-frame steps the fused row pass replaced.
+    const Image linear = post::to_linear(spill_free, 2);
+    CHECK(post::premultiply_from_linear(linear, clean, 2).pixels == ref.processed.pixels);
+    CHECK(post::checker_comp_from_linear(linear, clean, 2).pixels == ref.comp.pixels);
     post::PostOptions po;
-    po.despill_strength = 0.7f;
+    po.despill_strength = strength;
     po.blue_backing = backing == Screen::Blue;
     const auto fin = post::finish(raw.alpha, raw.fg, po);
     CHECK(fin.processed.pixels == ref.processed.pixels);
     CHECK(fin.comp.pixels == ref.comp.pixels);
     PostSettings ps;
-    ps.despill_strength = 0.7;
+    ps.despill_strength = strength;
     ps.backing = backing;
     for (int threads : {1, 2, 5}) {
       ps.threads = threads;
@@ -171,6 +177,9 @@ TEST_CASE("finish_frame: shared linear fg, threads and a kept despeckle give pos
       const auto reused = finish_frame(raw, ps, true, false, &kept);
       CHECK(reused.processed.pixels == ref.processed.pixels);
       CHECK(reused.comp.empty());
+      const auto comp_only = finish_frame(raw, ps, false, true, &kept);
+      CHECK(comp_only.comp.pixels == ref.comp.pixels);
+      CHECK(comp_only.processed.empty());
     }
     CHECK(finish_frame(raw, ps, false, false).processed.empty());
   }

@@ -39,11 +39,19 @@ Image despeckled_alpha(const RawFrame& raw, const PostSettings& s) {
 FinishedFrame finish_frame(const RawFrame& raw, const PostSettings& s, bool processed, bool comp,
                            const Image* despeckled) {
   FinishedFrame out;
-  if (!processed && !comp) return out;  // a matte-only request pays for no despeckle
+  finish_frame(raw, s, processed, comp, despeckled, out);
+  return out;
+}
+
+void finish_frame(const RawFrame& raw, const PostSettings& s, bool processed, bool comp,
+                  const Image* despeckled, FinishedFrame& out) {
+  if (!processed) out.processed = Image{};
+  if (!comp) out.comp = Image{};
+  if (!processed && !comp) return;  // a matte-only request pays for no despeckle
   check_raw(raw);
   // post::finish's steps, each once and only when an output needs it: comp and processed
-  // share the despeckled alpha, the despilled fg and its linear form (bit-identical to
-  // post::premultiply_linear / checker_comp, tests/unit/test_postprocess.cpp).
+  // share the despeckled alpha and one row pass over the despilled, linear fg (bit-identical
+  // to post::premultiply_linear / checker_comp, tests/unit/test_postprocess.cpp).
   Image own;
   if (!despeckled) {
     own = despeckled_alpha(raw, s);
@@ -52,12 +60,9 @@ FinishedFrame finish_frame(const RawFrame& raw, const PostSettings& s, bool proc
   CK_CHECK(despeckled->width == raw.alpha.width && despeckled->height == raw.alpha.height &&
                despeckled->channels == 1,
            ConfigError, "finish_frame: the despeckled alpha is not the frame's size");
-  const Image spill_free = post::despill(raw.fg, static_cast<float>(s.despill_strength),
-                                         s.backing == Screen::Blue ? 2 : 1, s.threads);
-  const Image linear = post::to_linear(spill_free, s.threads);
-  if (processed) out.processed = post::premultiply_from_linear(linear, *despeckled, s.threads);
-  if (comp) out.comp = post::checker_comp_from_linear(linear, *despeckled, s.threads);
-  return out;
+  post::despill_premultiply_comp(raw.fg, *despeckled, static_cast<float>(s.despill_strength),
+                                 s.backing == Screen::Blue ? 2 : 1, processed ? &out.processed : nullptr,
+                                 comp ? &out.comp : nullptr, s.threads);
 }
 
 const char* to_string(FrameOutput o) {

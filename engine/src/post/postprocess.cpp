@@ -147,6 +147,62 @@ Image checker_comp_from_linear(const Image& lin, const Image& alpha, int threads
   return out;
 }
 
+void despill_premultiply_comp(const Image& fg, const Image& alpha, float strength, int backing_channel,
+                              Image* processed, Image* comp, int threads) {
+  if (!processed && !comp) return;
+  const int w = fg.width, h = fg.height, ch = fg.channels;
+  // A buffer of the right size is reused as it is: every sample is written below.
+  auto fit = [&](Image* im, int c) {
+    if (im->width == w && im->height == h && im->channels == c &&
+        im->pixels.size() == static_cast<size_t>(w) * h * c)
+      return;
+    *im = blank(w, h, c);
+  };
+  if (processed) fit(processed, 4);
+  if (comp) fit(comp, 3);
+  const float dark = srgb_to_linear(kCheckerDark), light = srgb_to_linear(kCheckerLight);
+  const int k = backing_channel == 2 ? 2 : 1, o = 3 - k;  // as despill()
+  parallel_rows(h, w, threads, [&](int y0, int y1) {
+    std::vector<float> lin(static_cast<size_t>(w) * 3);
+    for (int y = y0; y < y1; ++y) {
+      const size_t row0 = static_cast<size_t>(y) * w;
+      const float* src = fg.pixels.data() + row0 * ch;
+      for (int x = 0; x < w; ++x) {  // despill(), the same expressions
+        const float* p = src + static_cast<size_t>(x) * ch;
+        float* q = lin.data() + static_cast<size_t>(x) * 3;
+        if (strength <= 0.f) {
+          q[0] = p[0], q[1] = p[1], q[2] = p[2];
+          continue;
+        }
+        const float r = p[0], g = p[k], b = p[o];
+        const float spill = std::max(g - (r + b) * 0.5f, 0.f);
+        q[0] = r + strength * (spill * 0.5f);
+        q[k] = g + strength * (-spill);
+        q[o] = b + strength * (spill * 0.5f);
+      }
+      srgb_to_linear_inplace(lin.data(), lin.size());
+      const float* a_row = alpha.pixels.data() + row0;
+      if (processed) {
+        float* out = processed->pixels.data() + row0 * 4;
+        for (int x = 0; x < w; ++x) {
+          const float a = a_row[x];
+          for (int c = 0; c < 3; ++c) out[x * 4 + c] = lin[static_cast<size_t>(x) * 3 + c] * a;
+          out[x * 4 + 3] = a;
+        }
+      }
+      if (comp) {
+        float* out = comp->pixels.data() + row0 * 3;
+        for (int x = 0; x < w; ++x) {
+          const float bg = ((x / kCheckerSize + y / kCheckerSize) % 2 == 0) ? dark : light;
+          const float a = a_row[x];
+          for (int c = 0; c < 3; ++c) out[x * 3 + c] = lin[static_cast<size_t>(x) * 3 + c] * a + bg * (1.f - a);
+        }
+        linear_to_srgb_inplace(out, static_cast<size_t>(w) * 3);
+      }
+    }
+  });
+}
+
 Image premultiply_linear(const Image& fg, const Image& alpha) {
   Image out = blank(fg.width, fg.height, 4);
   const size_t n = static_cast<size_t>(fg.width) * fg.height;
@@ -183,10 +239,8 @@ PostResult finish(const Image& alpha, const Image& fg, const PostOptions& o, boo
   PostResult r;
   if (!processed && !comp) return r;  // a matte-only frame pays for no despeckle
   const Image clean = o.despeckle ? despeckle(alpha, o.despeckle_size) : alpha;
-  const Image spill_free = despill(fg, o.despill_strength, o.blue_backing ? 2 : 1);
-  const Image linear = to_linear(spill_free);  // once for both: bit-identical, 116 ms less at 1080p
-  if (processed) r.processed = premultiply_from_linear(linear, clean);
-  if (comp) r.comp = checker_comp_from_linear(linear, clean);
+  despill_premultiply_comp(fg, clean, o.despill_strength, o.blue_backing ? 2 : 1,
+                           processed ? &r.processed : nullptr, comp ? &r.comp : nullptr);
   return r;
 }
 

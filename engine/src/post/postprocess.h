@@ -39,6 +39,17 @@ Image premultiply_linear(const Image& fg_srgb, const Image& alpha);
 /// sRGB composite over the 128 px checkerboard (0.15 / 0.55 sRGB), blended in linear light.
 Image checker_comp(const Image& fg_srgb, const Image& alpha);
 
+/// despill -> sRGB to linear -> processed (linear premultiplied RGBA) and / or comp (sRGB
+/// over the checkerboard) in one pass over rows, with row-sized temporaries: the same bits
+/// as despill + to_linear + premultiply_from_linear + checker_comp_from_linear (test), but
+/// no full-frame intermediates. Why: at 1920x1080 the despilled and linear copies are 50 MB
+/// whose allocation and first-touch page faults, with two more passes over memory, were
+/// most of a frame.repost's post-processing once the transfer function was vectorised.
+/// `alpha` is the (despeckled) matte; a null output is not computed; an output that already
+/// holds an image of the right size is overwritten in place (no allocation).
+void despill_premultiply_comp(const Image& fg_srgb, const Image& alpha, float despill_strength,
+                              int backing_channel, Image* processed, Image* comp, int threads = 1);
+
 struct PostOptions {
   bool despeckle = true;
   int despeckle_size = 400;
