@@ -38,7 +38,7 @@ if [ "${1:-}" = "--tsan" ]; then
   sanitized_build "$tsan" CK_TSAN
   # halt_on_error: a report fails the test that caused it; second_deadlock_stack for locks.
   TSAN_OPTIONS="suppressions=$root/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1 exitcode=66" \
-    ctest --test-dir "$tsan" --output-on-failure --timeout 3600 -R "${CK_TSAN_TESTS:-^(pipeline|unit|cli.serve|cli.inference_clip)$}" "$@"
+    ctest --test-dir "$tsan" --output-on-failure --timeout 3600 -R "${CK_TSAN_TESTS:-^(pipeline|unit|model.embedding|cli.serve|cli.inference_clip)$}" "$@"
   exit $?
 fi
 

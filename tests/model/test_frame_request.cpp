@@ -48,7 +48,7 @@ double ms_of(BaseEngine& e, const Image& plate, const Image& hint, const FrameRe
 
 }  // namespace
 
-TEST_CASE("FrameRequest: only the matte, the same bits, no post-processing paid", "[model]") {
+TEST_CASE("FrameRequest: only the matte, the same bits, no post-processing paid", "[model][embedding]") {
   OriginalEngine e(bundled());
   const auto plate = io::read_image(sample("Input", "frame_0001.png"));
   const auto hint = io::read_image(sample("AlphaHint", "frame_0001.png"));
@@ -78,7 +78,7 @@ TEST_CASE("FrameRequest: only the matte, the same bits, no post-processing paid"
 }
 
 TEST_CASE("FrameRequest: outputs written into the caller's buffers, Float16 = float rounded to half",
-          "[model]") {
+          "[model][embedding]") {
   OriginalEngine e(bundled());
   const auto plate = io::read_image(sample("Input", "frame_0006.png"));
   const auto hint = io::read_image(sample("AlphaHint", "frame_0006.png"));
@@ -129,7 +129,7 @@ TEST_CASE("FrameRequest: outputs written into the caller's buffers, Float16 = fl
   CHECK_THROWS_AS(e.process_frame(plate.view(), hint.view(), Screen::Green, unasked), ConfigError);
 }
 
-TEST_CASE("Float16 views in: the same matte as the float plate rounded to half", "[model]") {
+TEST_CASE("Float16 views in: the same matte as the float plate rounded to half", "[model][embedding]") {
   OriginalEngine e(bundled());
   const auto plate = io::read_image(sample("Input", "frame_0011.png"));
   const auto hint = io::read_image(sample("AlphaHint", "frame_0011.png"));

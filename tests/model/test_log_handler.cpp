@@ -81,7 +81,7 @@ EngineOptions tiny() {
 }  // namespace
 
 TEST_CASE("set_log_handler receives the engine's notes and warnings; stderr stays quiet",
-          "[model]") {
+          "[model][embedding]") {
   ResetLog reset;
   Received got;
   set_log_handler(LogLevel::Debug, [&](LogLevel l, const std::string& m) {

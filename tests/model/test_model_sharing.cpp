@@ -74,7 +74,7 @@ std::vector<Frame> sample_frames(int n) {
 
 }  // namespace
 
-TEST_CASE("two engines on one Model: one load, one copy, the single engine's mattes", "[model]") {
+TEST_CASE("two engines on one Model: one load, one copy, the single engine's mattes", "[model][embedding]") {
   const auto frames = sample_frames(3);
   const auto opt = bundled();
   // The reference: one engine with its own Model, keyed one frame after another.
@@ -136,7 +136,7 @@ TEST_CASE("two engines on one Model: one load, one copy, the single engine's mat
        << (engine_b_growth >> 10) << " KiB, second Model::load +" << (copy_growth >> 10) << " KiB");
 }
 
-TEST_CASE("an engine on a Model: per-engine options may differ, the Model's may not", "[model]") {
+TEST_CASE("an engine on a Model: per-engine options may differ, the Model's may not", "[model][embedding]") {
   auto opt = bundled();
   auto model = Model::load(opt);
   CHECK(model->key() == model_key(opt));
@@ -176,7 +176,7 @@ TEST_CASE("an engine on a Model: per-engine options may differ, the Model's may 
 }
 
 TEST_CASE("Model::load from several threads at once: each load whole, each keys as a single engine",
-          "[model]") {
+          "[model][embedding]") {
   // model.h promises concurrent Model::load is safe. Three threads load at once: two under
   // one key (two copies: load never shares) and one under another layout (channels-last),
   // while a fourth thread keys on an already loaded Model.
@@ -229,7 +229,7 @@ TEST_CASE("Model::load from several threads at once: each load whole, each keys 
   CHECK(mattes[3].pixels == expected.pixels);
 }
 
-TEST_CASE("on_oom's precision step casts the engine's own copy, not the shared weights", "[model]") {
+TEST_CASE("on_oom's precision step casts the engine's own copy, not the shared weights", "[model][embedding]") {
   auto opt = bundled("original");
   opt.on_oom = OnOom::Degrade;
   auto model = Model::load(opt);

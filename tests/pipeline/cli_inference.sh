@@ -45,13 +45,22 @@ grep -q "img-size" "$work/bench.txt" && [ "$(wc -l < "$work/bench.txt")" -le 3 ]
   || fail "--frames past the end gave $rc: $(cat "$work/frames.txt")"
 # 8. a file-size limit: the write fails with EFBIG (exit 3, named, temp file removed),
 #    the process is not killed by SIGXFSZ (rc 153)
+#    Not under ThreadSanitizer (scripts/test.sh --tsan sets TSAN_OPTIONS): with a 40-block
+#    file-size limit its runtime dies of SIGBUS inside its own shadow-memory access when
+#    libgomp's pool threads exit (gdb: __tsan::MemoryAccessRange <- strlen <- _Unwind_Find_FDE
+#    <- pthread_exit <- gomp_free_pool_helper), a sanitizer limit, not a race; the normal
+#    build runs the case.
 cp "$work/clip/Input/f1.png" "$work/clip/Input/f2.png"
 rm -rf "$work/clip/Output"
+if [ -z "${TSAN_OPTIONS:-}" ]; then
 (ulimit -f 40; "$cli" inference "$work/clip" --profile original --device cpu --quiet \
    --exr-compression none 2> "$work/fsize.txt"); rc=$?
 [ $rc -eq 3 ] || fail "file-size limit gave $rc, expected 3: $(cat "$work/fsize.txt")"
 grep -q "File too large" "$work/fsize.txt" || fail "EFBIG not reported: $(cat "$work/fsize.txt")"
 ls -a "$work/clip/Output/"* | grep -q 'ck-tmp' && fail "temporary file left behind after EFBIG"
+else
+  echo "note: the file-size-limit case is skipped under ThreadSanitizer"
+fi
 # 9. --json with a file name that is not UTF-8: valid NDJSON, every frame keyed
 mkdir -p "$work/u8/Input" "$work/u8/AlphaHint"
 cp "$work/clip/Input/f1.png" "$work/u8/Input/$(printf 'f\377.png')"

@@ -7,7 +7,7 @@
 // Built with -ffp-contract=off (CMakeLists.txt): no fused multiply-adds but the explicit
 // std::fma calls, so the AVX-512, AVX2 and baseline variants below round every operation
 // alike and give the same bits.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(CK_NO_TARGET_CLONES)
 #define CK_TRANSFER_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define CK_TRANSFER_CLONES
