@@ -6,11 +6,11 @@
 
 // Built with -ffp-contract=off (CMakeLists.txt): no fused multiply-adds but the explicit
 // std::fma calls, so the AVX-512, AVX2 and baseline variants below round every operation
-// alike and give the same bits.
+// alike and give the same bits. The variant is picked once by __builtin_cpu_supports, not
+// by target_clones: GCC exports target_clones' ifunc symbols whatever the visibility (the
+// library must export its API alone), and their resolvers crashed sanitizer builds.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(CK_NO_TARGET_CLONES)
-#define CK_TRANSFER_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define CK_TRANSFER_CLONES
+#define CK_TRANSFER_VARIANTS 1
 #endif
 
 namespace corridorkey::post {
@@ -102,12 +102,53 @@ inline float to_srgb_one(float x) {
 float srgb_to_linear(float x) { return to_linear_one(x); }
 float linear_to_srgb(float x) { return to_srgb_one(x); }
 
-CK_TRANSFER_CLONES void srgb_to_linear_inplace(float* v, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) v[i] = to_linear_one(v[i]);
+namespace {
+template <float (*One)(float)>
+inline void rows(float* v, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) v[i] = One(v[i]);
+}
+using RowFn = void (*)(float*, std::size_t);
+#ifdef CK_TRANSFER_VARIANTS
+__attribute__((target("arch=x86-64-v4"))) void to_linear_v4(float* v, std::size_t n) { rows<to_linear_one>(v, n); }
+__attribute__((target("arch=x86-64-v3"))) void to_linear_v3(float* v, std::size_t n) { rows<to_linear_one>(v, n); }
+__attribute__((target("arch=x86-64-v4"))) void to_srgb_v4(float* v, std::size_t n) { rows<to_srgb_one>(v, n); }
+__attribute__((target("arch=x86-64-v3"))) void to_srgb_v3(float* v, std::size_t n) { rows<to_srgb_one>(v, n); }
+#endif
+void to_linear_base(float* v, std::size_t n) { rows<to_linear_one>(v, n); }
+void to_srgb_base(float* v, std::size_t n) { rows<to_srgb_one>(v, n); }
+
+/// The widest variant this CPU runs (x86-64-v4: AVX-512 F/BW/DQ/VL; v3: AVX2 + FMA).
+RowFn pick(RowFn v4, RowFn v3, RowFn base) {
+#ifdef CK_TRANSFER_VARIANTS
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return v4;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2"))
+    return v3;
+#else
+  (void)v4, (void)v3;
+#endif
+  return base;
+}
+}  // namespace
+
+void srgb_to_linear_inplace(float* v, std::size_t n) {
+#ifdef CK_TRANSFER_VARIANTS
+  static const RowFn fn = pick(to_linear_v4, to_linear_v3, to_linear_base);
+#else
+  static const RowFn fn = to_linear_base;
+#endif
+  fn(v, n);
 }
 
-CK_TRANSFER_CLONES void linear_to_srgb_inplace(float* v, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) v[i] = to_srgb_one(v[i]);
+void linear_to_srgb_inplace(float* v, std::size_t n) {
+#ifdef CK_TRANSFER_VARIANTS
+  static const RowFn fn = pick(to_srgb_v4, to_srgb_v3, to_srgb_base);
+#else
+  static const RowFn fn = to_srgb_base;
+#endif
+  fn(v, n);
 }
 
 }  // namespace corridorkey::post
