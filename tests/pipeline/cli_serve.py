@@ -241,6 +241,21 @@ with spawn() as ck:
     c = ck.load()  # the server's own profile: another model
     check(c["model_id"] != a["model_id"], "original and optimized share a model_id")
     check(len(ck.info()["models"]) >= 2, "engine.info lists the models")
+    # Loads of different checkpoints run at once: a small model asked for while a large one
+    # is being read comes back first (one lock around every load made it wait).
+    big = os.path.join(os.environ["CK_FIXTURES"], "base_plus256.ts")  # hiera_base_plus, 284 MB
+    done = []
+    ia = ck.send("model.load", {"checkpoint": big, "profile": "original", "img_size": 256})
+    time.sleep(0.2)  # the large load has started (it takes ~0.8 s on a 2-core Zen 5)
+    ib = ck.send("model.load", {"profile": "original", "tiled_refiner": True, "tile_size": 96})  # new slot, loaded weights
+    waiters = [threading.Thread(target=lambda i=i, n=n: done.append((n, ck.wait(i, 600))))
+               for i, n in ((ia, "large"), (ib, "small"))]
+    for t in waiters:
+        t.start()
+    for t in waiters:
+        t.join()
+    check([n for n, _ in done] == ["small", "large"], f"a small load waited for a large one: {done}")
+    check(not dict(done)["large"]["weights_shared"], f"the large load shared weights: {done}")
 check(ck.process.returncode == 0, f"stdio server exit code {ck.process.returncode}")
 
 # ---- 5. limits: an over-long line, a full queue ------------------------------------------

@@ -154,15 +154,41 @@ std::shared_ptr<ModelSlot> Server::model_for(const Conn& c, const json& params, 
 
 std::shared_ptr<const Model> Server::shared_model(const EngineOptions& o, bool* shared) {
   const std::string key = corridorkey::model_key(o);
-  std::lock_guard<std::mutex> l(weights_m_);
-  auto& w = weights_[key];
-  if (auto m = w.lock()) {
+  // One load per key, and loads of different keys at once: the lock covers the bookkeeping
+  // only, so a host loading a second checkpoint does not wait for the first one's read.
+  std::shared_future<std::shared_ptr<const Model>> pending;
+  std::promise<std::shared_ptr<const Model>> mine;
+  {
+    std::lock_guard<std::mutex> l(weights_m_);
+    if (auto m = weights_[key].lock()) {
+      if (shared) *shared = true;
+      return m;
+    }
+    if (auto it = loading_.find(key); it != loading_.end()) pending = it->second;
+    else loading_.emplace(key, mine.get_future().share());
+  }
+  if (pending.valid()) {  // another request is reading this key: its Model, or its error
+    auto m = pending.get();
     if (shared) *shared = true;
     return m;
   }
-  auto m = Model::load(o);
-  w = m;
-  return m;
+  try {
+    auto m = Model::load(o);
+    {
+      std::lock_guard<std::mutex> l(weights_m_);
+      weights_[key] = m;
+      loading_.erase(key);
+    }
+    mine.set_value(m);
+    return m;
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> l(weights_m_);
+      loading_.erase(key);
+    }
+    mine.set_exception(std::current_exception());
+    throw;
+  }
 }
 
 void Server::ensure_loaded(ModelSlot& s) {

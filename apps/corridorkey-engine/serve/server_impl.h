@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -149,8 +150,11 @@ class Server {
   std::string token_;
   std::mutex models_m_;
   std::map<std::string, std::shared_ptr<ModelSlot>> models_;
-  std::mutex weights_m_;  // held while a Model loads: one key is never read twice
+  std::mutex weights_m_;  // guards weights_ and loading_ (not held while a Model loads)
   std::map<std::string, std::weak_ptr<const Model>> weights_;  // by corridorkey::model_key
+  // Loads in progress, by key: a second request for the key waits on the first one's
+  // future, so one key is never read twice while other keys load at the same time.
+  std::map<std::string, std::shared_future<std::shared_ptr<const Model>>> loading_;
   std::mutex jobs_m_;
   std::map<std::string, std::weak_ptr<Job>> jobs_;
   std::atomic<uint64_t> next_id_{1};
