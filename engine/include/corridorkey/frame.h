@@ -16,7 +16,8 @@
 // its calls on one engine must be serialised (as process_frame()); engines on one Model may
 // key concurrently. finish_frame(), despeckled_alpha() and write_frame_output() touch no
 // engine and may run on any thread, concurrently, on different frames or on the same
-// const RawFrame. No callbacks.
+// const RawFrame; the finish_frame() that fills a FinishedFrame needs that FinishedFrame
+// to itself for the call. No callbacks.
 #pragma once
 
 #include <corridorkey/engine.h>
