@@ -3,9 +3,10 @@
 // pair in double precision whose polynomials are accurate to ~1e-14, rounded once to float,
 // so the power is within 1 ulp of glibc's powf (tests/unit/test_srgb_transfer.cpp checks
 // 18M samples from 0 to 32768). Decoding is within 1 ulp of the reference's formula;
-// encoding within 4 ulp (1.2e-7 absolute on [0, 1]), where 1.055 p - 0.055 cancels. The row forms are compiled for AVX-512, AVX2 and baseline x86-64 and
-// dispatched at load; the file is built with -ffp-contract=off, so every variant and the
-// single-sample form give the same bits. Why: a std::pow per sample was 12.4 M calls at
+// encoding within 4 ulp (1.2e-7 absolute on [0, 1]), where 1.055 p - 0.055 cancels. The
+// row forms are compiled for AVX-512, AVX2 and baseline x86-64, the widest one this CPU
+// runs picked at first use; the file is built with -ffp-contract=off, so every variant and
+// the single-sample form give the same bits. Why: a std::pow per sample was 12.4 M calls at
 // ~13 ns for a 1920x1080 frame's processed + comp, most of a frame.repost (issue 21).
 #pragma once
 
