@@ -9,7 +9,7 @@
 // alike and give the same bits. The variant is picked once by __builtin_cpu_supports, not
 // by target_clones: GCC exports target_clones' ifunc symbols whatever the visibility (the
 // library must export its API alone), and their resolvers crashed sanitizer builds.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(CK_NO_TARGET_CLONES)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(CK_TRANSFER_BASELINE_ONLY)
 #define CK_TRANSFER_VARIANTS 1
 #endif
 
