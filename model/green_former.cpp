@@ -46,7 +46,7 @@ void GreenFormerImpl::to_channels_last() {
 }
 
 GreenFormerOutput GreenFormerImpl::forward(const torch::Tensor& x, const ForwardOptions& opt) {
-  const auto S = config_.img_size;
+  const auto S = opt.img_size > 0 ? opt.img_size : config_.img_size;
   CK_CHECK(x.dim() == 4 && x.size(1) == config_.encoder.in_chans && x.size(2) == S &&
                x.size(3) == S,
            ModelError, "GreenFormer input must be [B,", config_.encoder.in_chans, ",", S, ",", S,
@@ -59,14 +59,14 @@ GreenFormerOutput GreenFormerImpl::forward(const torch::Tensor& x, const Forward
   // Decoupled sizes: the encoder sees the whole 4-channel input (normalised rgb + hint)
   // resized to backbone_size, exactly as the reference's GreenFormer does (bilinear,
   // align_corners=False, no antialias); the refiner below still gets the full-size x.
-  const auto B = config_.encoder_size();
-  auto features = B == S ? encoder->forward(x.contiguous(layout), opt.encoder_block_hook)
+  const auto B = opt.img_size > 0 ? (opt.encoder_size > 0 ? opt.encoder_size : S) : config_.encoder_size();
+  auto features = B == S ? encoder->forward(x.contiguous(layout), opt.encoder_block_hook, opt.pos_embed)
                          : encoder->forward(F::interpolate(x, F::InterpolateFuncOptions()
                                                                   .size(std::vector<int64_t>{B, B})
                                                                   .mode(torch::kBilinear)
                                                                   .align_corners(false))
                                                 .contiguous(layout),
-                                            opt.encoder_block_hook);
+                                            opt.encoder_block_hook, opt.pos_embed);
   stage("encoder");
   auto alpha_logits = alpha_decoder->forward(features);
   auto fg_logits = fg_decoder->forward(features);

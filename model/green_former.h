@@ -41,6 +41,12 @@ struct ForwardOptions {
   /// Feed the convolutions channels-last tensors (call to_channels_last() on the model
   /// first, so the weights match).
   bool channels_last = false;
+  /// Another model size than the module's config: the engine's img_size, the size its
+  /// encoder runs at (backbone_size or img_size) and pos_embed resized to that encoder
+  /// grid. 0 / undefined: the module's own. Only pos_embed depends on the size, so engines
+  /// at several sizes run one module (one copy of the weights) with their own pos_embed.
+  int64_t img_size = 0, encoder_size = 0;
+  torch::Tensor pos_embed;
 };
 
 class GreenFormerImpl : public torch::nn::Module {

@@ -1,5 +1,7 @@
 #include "hiera.h"
 
+#include <corridorkey/errors.h>
+
 #include "functional.h"
 
 #include <torch/nn/functional/activation.h>
@@ -8,6 +10,16 @@
 
 namespace corridorkey::model {
 namespace F = torch::nn::functional;
+
+namespace {
+thread_local const std::array<bool, 4>* t_native_by_stage = nullptr;
+}  // namespace
+
+NativeAttentionScope::NativeAttentionScope(const std::array<bool, 4>* by_stage)
+    : previous_(t_native_by_stage) {
+  t_native_by_stage = by_stage;
+}
+NativeAttentionScope::~NativeAttentionScope() { t_native_by_stage = previous_; }
 
 MaskUnitAttentionImpl::MaskUnitAttentionImpl(const BlockSpec& spec) : spec_(spec) {
   qkv = register_module("qkv", torch::nn::Linear(spec.dim, 3 * spec.dim_out));
@@ -22,7 +34,9 @@ torch::Tensor MaskUnitAttentionImpl::core(const torch::Tensor& qkv_out, const to
   const int64_t N = qkv_out.size(1);
   const int64_t nw = spec_.mask_unit_attn ? N / (spec_.q_stride * spec_.window_size) : 1;
   return functional::mask_unit_attention(qkv_out, spec_.heads, nw, spec_.q_stride,
-                                         flash_4d && nw == 1, attn_mask, native_attention);
+                                         flash_4d && nw == 1, attn_mask,
+                                         t_native_by_stage ? (*t_native_by_stage)[std::min<size_t>(stage, 3)]
+                                                           : native_attention);
 }
 
 MlpImpl::MlpImpl(int64_t dim, int64_t hidden) {
@@ -111,9 +125,13 @@ HieraImpl::HieraImpl(const HieraConfig& c, int64_t img_size)
   pos_embed = register_parameter("pos_embed", torch::zeros({1, grid_ * grid_, c.embed_dim}));
   patch_embed = register_module("patch_embed", PatchEmbed(c));
   blocks = register_module("blocks", torch::nn::ModuleList());
+  size_t stage = 0;
   for (const auto& spec : block_specs(c)) {
     block_refs_.push_back(HieraBlock(spec));
     blocks->push_back(block_refs_.back());
+    block_refs_.back()->attn->stage = stage;
+    const auto i = static_cast<int64_t>(block_refs_.size() - 1);
+    if (stage < stage_ends_.size() && i == stage_ends_[stage]) ++stage;
   }
 }
 
@@ -126,21 +144,24 @@ void HieraImpl::set_token_chunk(int64_t rows) {
 }
 
 void HieraImpl::set_native_attention(const std::array<bool, 4>& by_stage) {
-  size_t stage = 0;
-  for (size_t i = 0; i < block_refs_.size(); ++i) {
-    block_refs_[i]->attn->native_attention = by_stage[std::min<size_t>(stage, by_stage.size() - 1)];
-    if (stage < stage_ends_.size() && static_cast<int64_t>(i) == stage_ends_[stage]) ++stage;
-  }
+  for (auto& b : block_refs_)
+    b->attn->native_attention = by_stage[std::min<size_t>(b->attn->stage, by_stage.size() - 1)];
 }
 
-std::vector<torch::Tensor> HieraImpl::forward(const torch::Tensor& input, const BlockHook& hook) {
+std::vector<torch::Tensor> HieraImpl::forward(const torch::Tensor& input, const BlockHook& hook,
+                                              const torch::Tensor& pos) {
   const int64_t sy = cfg_.q_stride[0], sx = cfg_.q_stride[1];
   const auto n_unroll = static_cast<int64_t>(stage_ends_.size()) - 1;
-  auto x = patch_embed->forward(input) + pos_embed;
-  x = functional::unroll(x, grid_, grid_, n_unroll, sy, sx);
+  const auto& pe = pos.defined() ? pos : pos_embed;
+  const int64_t grid = input.size(2) / cfg_.patch_stride[0];
+  CK_CHECK(input.size(2) == input.size(3) && pe.size(1) == grid * grid, ModelError,
+           "Hiera: a ", input.size(2), "x", input.size(3), " input needs a square input and a ",
+           grid, "x", grid, " position embedding, got ", pe.size(1), " tokens");
+  auto x = patch_embed->forward(input) + pe;
+  x = functional::unroll(x, grid, grid, n_unroll, sy, sx);
 
   std::vector<torch::Tensor> features;
-  int64_t levels = n_unroll, size = grid_, taps = 0;
+  int64_t levels = n_unroll, size = grid, taps = 0;
   for (size_t i = 0; i < block_refs_.size(); ++i) {
     torch::Tensor routed;
     if (hook) routed = hook(i, *block_refs_[i], x);

@@ -18,6 +18,21 @@
 
 namespace corridorkey::model {
 
+/// While alive, attention blocks run on this thread take the kernel choice per stage from
+/// `by_stage` instead of their native_attention flag. The flags belong to a module that
+/// engines on several threads share; an engine at another size than the one the shared
+/// flags were timed at brings its own choice this way. Nests; nullptr = the flags.
+class NativeAttentionScope {
+ public:
+  explicit NativeAttentionScope(const std::array<bool, 4>* by_stage);
+  ~NativeAttentionScope();
+  NativeAttentionScope(const NativeAttentionScope&) = delete;
+  NativeAttentionScope& operator=(const NativeAttentionScope&) = delete;
+
+ private:
+  const std::array<bool, 4>* previous_;
+};
+
 /// Attention over mask units (windows) or, with use_mask_unit_attn = false, globally.
 class MaskUnitAttentionImpl : public torch::nn::Module {
  public:
@@ -34,6 +49,8 @@ class MaskUnitAttentionImpl : public torch::nn::Module {
   /// The engine's CPU kernels instead of SDPA: bf16 global attention (with flash_4d) through
   /// the AVX-512 BF16 kernel, float32 windowed or global attention through the AVX2 kernel.
   bool native_attention = false;
+  /// The encoder stage this block belongs to (0-based), for NativeAttentionScope.
+  size_t stage = 0;
 
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
 
@@ -96,7 +113,11 @@ using BlockHook = std::function<torch::Tensor(size_t block, HieraBlockImpl& blk,
 class HieraImpl : public torch::nn::Module {
  public:
   HieraImpl(const HieraConfig& c, int64_t img_size);
-  std::vector<torch::Tensor> forward(const torch::Tensor& x, const BlockHook& hook = {});
+  /// `pos`: a position embedding for another input size than the module's (an engine's own,
+  /// [1, g*g, C] for a g x g token grid); undefined = the module's pos_embed. Every other
+  /// weight is the same at every size, so engines at several sizes share one module.
+  std::vector<torch::Tensor> forward(const torch::Tensor& x, const BlockHook& hook = {},
+                                     const torch::Tensor& pos = {});
 
   /// Switch the 4-D SDPA layout on/off for every global-attention block.
   void set_flash_attention(bool on);
@@ -125,8 +146,9 @@ TORCH_MODULE(Hiera);
 class HieraEncoderImpl : public torch::nn::Module {
  public:
   HieraEncoderImpl(const HieraConfig& c, int64_t img_size);
-  std::vector<torch::Tensor> forward(const torch::Tensor& x, const BlockHook& hook = {}) {
-    return model->forward(x, hook);
+  std::vector<torch::Tensor> forward(const torch::Tensor& x, const BlockHook& hook = {},
+                                     const torch::Tensor& pos = {}) {
+    return model->forward(x, hook, pos);
   }
   Hiera model{nullptr};
 };

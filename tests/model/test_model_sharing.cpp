@@ -9,8 +9,13 @@
 
 #include "io/image_io.h"
 #include "runtime/model_factory.h"
+#include "runtime/model_runner.h"
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include <malloc.h>
+#include <unistd.h>
 
 using namespace corridorkey;
 
@@ -158,9 +164,6 @@ TEST_CASE("an engine on a Model: per-engine options may differ, the Model's may 
   CHECK(model_key(other) != model->key());
   CHECK_THROWS_WITH(create_engine(model, other),
                     Catch::Matchers::Contains("Model::load() those options (a second copy"));
-  auto size = opt;
-  size.img_size = 256;
-  CHECK_THROWS_AS(create_engine(model, size), ConfigError);
   CHECK_THROWS_AS(create_engine(nullptr), ConfigError);
 
   // The Model outlives the host's reference: engines hold it.
@@ -272,4 +275,151 @@ TEST_CASE("measure: peak RSS of two engines on one Model vs two loads", "[.][mea
        << (m1->weight_bytes() >> 20) << " MiB; RSS before " << (base >> 20) << " MiB, after loading "
        << (loaded >> 20) << " MiB; peak (VmHWM) after keying "
        << (status_bytes("VmHWM") >> 20) << " MiB");
+}
+
+TEST_CASE("engines at several sizes on one Model: their own pos_embed, the Model's weights, the "
+          "mattes of a Model loaded at their size", "[model][embedding]") {
+  // Issue 21: the size is an engine's. A host keying 1080p proxies at 1024 and finals at
+  // 2048 holds one copy of the weights; each engine holds pos_embed at its size.
+  const auto frames = sample_frames(1);
+  auto at = [](int64_t size, int64_t backbone = 0) {
+    auto o = bundled();
+    o.img_size = size;  // 0: the checkpoint's own (384)
+    o.backbone_size = backbone;
+    return o;
+  };
+  auto key = [&](BaseEngine& e) { return e.process_frame(frames[0].plate.view(), frames[0].hint.view()); };
+  // What each size gives on a Model of its own (Model::load resizes pos_embed from the file).
+  FrameResult want256, want384, want_decoupled;
+  {
+    OriginalEngine e256(at(256)), e384(at(0)), ed(at(384, 256));
+    want256 = key(e256);
+    want384 = key(e384);
+    want_decoupled = key(ed);
+  }
+  REQUIRE(want256.alpha.pixels != want384.alpha.pixels);  // the sizes do differ
+  CHECK(model_key(at(256)) == model_key(at(0)));          // one key: the size is not baked
+
+  // The Model holds pos_embed at 256 only: the 384 engine resizes the checkpoint's own
+  // (read again from the file), not the Model's 256 one, so it matches bit for bit.
+  auto model = Model::load(at(256));
+  const uint64_t rss0 = status_bytes("VmRSS");
+  auto e384 = create_engine(model, at(0));
+  const uint64_t grown = status_bytes("VmRSS") - rss0;
+  auto e256 = create_engine(model);
+  auto ed = create_engine(model, at(384, 256));
+  CHECK(e384->info().img_size == 384);
+  CHECK(e384->info().backbone_size == 384);
+  CHECK(e256->info().img_size == 256);
+  CHECK(ed->info().img_size == 384);
+  CHECK(ed->info().backbone_size == 256);
+  CHECK(e384->info().notes.find("uses its own pos_embed") != std::string::npos);
+  CHECK(e256->info().notes.find("on a Model loaded at") == std::string::npos);
+  // Another img_size on the Model's encoder grid: no pos_embed of its own.
+  CHECK(ed->info().notes.find("uses the Model's pos_embed") != std::string::npos);
+  const uint64_t w = model->weight_bytes();
+  INFO("weights " << w << " B, the 384 engine grew RSS by " << grown << " B");
+  CHECK(grown < w / 2);  // its pos_embed (1.2 MB), not a copy of the weights (8 MB)
+
+  // All three at once on the shared weights.
+  FrameResult got384, got256, got_d;
+  std::thread t1([&] { got384 = key(*e384); });
+  std::thread t2([&] { got256 = key(*e256); });
+  std::thread t3([&] { got_d = key(*ed); });
+  t1.join();
+  t2.join();
+  t3.join();
+  CHECK(got384.alpha.pixels == want384.alpha.pixels);
+  CHECK(got384.fg.pixels == want384.fg.pixels);
+  CHECK(got256.alpha.pixels == want256.alpha.pixels);
+  CHECK(got_d.alpha.pixels == want_decoupled.alpha.pixels);
+  CHECK(got_d.fg.pixels == want_decoupled.fg.pixels);
+
+  // A size the checkpoint cannot run at names it.
+  CHECK_THROWS_WITH(create_engine(model, at(256, 384)),
+                    Catch::Matchers::Contains("greenformer_small_synthetic384.pth") &&
+                        Catch::Matchers::Contains("larger than img_size 256"));
+  CHECK_THROWS_AS(create_engine(model, at(100)), ConfigError);  // off the grid: the option's check
+
+  // The backbone alone differs (the Model at the checkpoint's own 384): pos_embed at the
+  // backbone's grid, from the file.
+  auto native = Model::load(at(0));
+  auto eb = create_engine(native, at(384, 256));
+  CHECK(eb->info().backbone_size == 256);
+  CHECK(eb->info().notes.find("uses its own pos_embed") != std::string::npos);
+  const auto got_b = key(*eb);
+  CHECK(got_b.alpha.pixels == want_decoupled.alpha.pixels);
+  CHECK(got_b.fg.pixels == want_decoupled.fg.pixels);
+}
+
+TEST_CASE("an engine at another size degrades on out of memory as a Model at its size does",
+          "[model][embedding]") {
+  // on_oom degrade's last step casts the engine's own copy of the weights to bfloat16: its
+  // own pos_embed must follow, or the encoder mixes types.
+  const auto frames = sample_frames(1);
+  auto at = [](int64_t size) {
+    auto o = bundled();
+    o.img_size = size;
+    o.on_oom = OnOom::Degrade;
+    return o;
+  };
+  auto key = [&](BaseEngine& e) { return e.process_frame(frames[0].plate.view(), frames[0].hint.view()); };
+  FrameResult want;
+  {
+    OriginalEngine alone(at(384));
+    corridorkey::detail::inject_out_of_memory(2);  // both steps: tiled refiner, then bfloat16
+    want = key(alone);
+    REQUIRE(alone.info().precision == "bfloat16");
+  }
+  auto model = Model::load(at(256));
+  auto e = create_engine(model, at(384));
+  corridorkey::detail::inject_out_of_memory(2);
+  const auto got = key(*e);
+  CHECK(e->info().precision == "bfloat16");
+  CHECK(got.alpha.pixels == want.alpha.pixels);
+  CHECK(got.fg.pixels == want.fg.pixels);
+}
+
+TEST_CASE("an engine at another size refuses a checkpoint whose pos_embed changed since its Model "
+          "read it", "[model][embedding]") {
+  // The other size's pos_embed is read from the file again. A retrained checkpoint saved
+  // under the same name would give a matte of neither; a file only touched is still fine.
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("ck_resize_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto file = (dir / "weights.safetensors").string();  // the official format
+  const auto ck = model::read_checkpoint(bundled().checkpoint);
+  auto write = [&](double pos_scale) {
+    auto tensors = ck.tensors;
+    for (auto& [k, t] : tensors)
+      if (k == "encoder.model.pos_embed") t = t * pos_scale;
+    model::safetensors::write_file(file, tensors, {});
+  };
+  write(1.0);
+  auto o = bundled();
+  o.checkpoint = file;
+  o.img_size = 256;
+  auto model = Model::load(o);
+  CHECK_FALSE(model->checkpoint_changed());
+  auto other = o;
+  other.img_size = 320;
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a later modification time
+  write(1.0);  // rewritten with the same weights (a copy, a touch): still the Model's
+  CHECK(model->checkpoint_changed());
+  CHECK(create_engine(model, other)->info().img_size == 320);
+
+  write(1.5);  // retrained
+  CHECK_THROWS_WITH(create_engine(model, other),
+                    Catch::Matchers::Contains("weights.safetensors") &&
+                        Catch::Matchers::Contains("its pos_embed differs"));
+  // The Model's own size reads nothing: it still keys.
+  const auto frames = sample_frames(1);
+  auto same = create_engine(model, o);
+  CHECK(same->info().img_size == 256);
+  CHECK(same->process_frame(frames[0].plate.view(), frames[0].hint.view()).alpha.width == 320);
+  fs::remove(file);
+  CHECK(model->checkpoint_changed());
+  CHECK_THROWS_AS(create_engine(model, other), IoError);  // gone: named, not a crash
+  fs::remove_all(dir);
 }

@@ -3,6 +3,7 @@
 // unwritable one keeps the plan in memory. Real trials on the tiny checkpoint; slowness is
 // injected as a real sleep inside the timed region (corridorkey::detail::inject_trial_delay).
 #include <corridorkey/engine.h>
+#include <corridorkey/model.h>
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
 #include <corridorkey/tune.h>
@@ -15,10 +16,12 @@
 #include "runtime/tune_plan.h"
 #include "support/support.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <vector>
 
 using namespace corridorkey;
 using Catch::Matchers::Contains;
@@ -227,4 +230,42 @@ TEST_CASE("each precision is estimated and checked with its own faster attention
   CHECK(e.info().precision == "bfloat16");
   CHECK(decision(e.info(), "native_attention.stage3").value == "true");
   CHECK_THAT(e.info().attention, Contains("native bf16 kernel"));
+}
+
+TEST_CASE("an engine at another size than its Model keeps the Model's precision and times its own "
+          "kernels", "[model][tune][embedding]") {
+  // The size is an engine's (model.h): its weights' type is the Model's (one precision per
+  // job), but which attention kernel wins is timed at the engine's own shapes.
+  if (!corridorkey::kernels::native_attention_f32_available()) {
+    std::cout << "SKIPPED: no AVX2 + FMA here, the float32 kernel does not run\n";
+    return;
+  }
+  CacheFile cache;
+  auto o = tuned(TuneMode::Auto);
+  corridorkey::detail::inject_trial_delay("bfloat16", 400);  // the Model: float32
+  corridorkey::detail::inject_trial_delay("sdpa", 400);      // and the native kernel
+  auto model = Model::load(o);
+  auto at_model = create_engine(model, o);
+  CHECK(at_model->info().precision == "float32");
+  CHECK_THAT(at_model->info().attention, Contains("native fp32 kernel"));
+
+  corridorkey::detail::inject_trial_delay("", 0);
+  corridorkey::detail::inject_trial_delay("bfloat16", 0);
+  corridorkey::detail::inject_trial_delay("native", 400);  // at 320 the kernel loses
+  auto other = o;
+  other.img_size = 320;
+  auto e = create_engine(model, other);
+  CHECK(e->info().img_size == 320);
+  CHECK(e->info().precision == "float32");  // the Model's weights, not a new trial
+  CHECK(decision(e->info(), "model_precision").source == "flag");
+  CHECK(decision(e->info(), "native_attention.stage1").value == "false");
+  CHECK(e->info().attention == "4-D SDPA");
+  CHECK_THAT(e->info().tune.key, Contains("img 320"));
+  // The Model's engines keep theirs: the choice is per engine, not written into the
+  // shared modules.
+  CHECK_THAT(create_engine(model, o)->info().attention, Contains("native fp32 kernel"));
+  std::vector<uint8_t> plate(160 * 90 * 3, 120), hint(160 * 90, 200);
+  const auto r = e->process_frame({plate.data(), 160, 90, 3, PixelType::UInt8, 0},
+                                  {hint.data(), 160, 90, 1, PixelType::UInt8, 0});
+  CHECK(r.alpha.width == 160);
 }

@@ -97,6 +97,8 @@ subprocess.run([cli, "inference", soft, *SERVE, "--quiet", "--despill", "10", "-
                 os.path.join(work, "despill10")], check=True)
 subprocess.run([cli, "inference", clip, *SERVE, "--quiet"], check=True)
 subprocess.run([cli, "inference", gen, *SERVE, "--quiet"], check=True)
+subprocess.run([cli, "inference", clip, *SERVE, "--quiet", "--profile", "original", "--img-size", "256",
+                "--output-root", os.path.join(work, "at256")], check=True)
 out = os.path.join(work, "out")
 os.makedirs(out)
 
@@ -238,6 +240,15 @@ with spawn() as ck:
     d = ck.load(profile="original", tiled_refiner=True, despill=0.2)
     check(d["model_id"] != a["model_id"] and not d["cached"] and d["weights_shared"],
           f"an engine that differs only per engine loaded its own weights: {d}")
+    # Another img_size is an engine's own size on the loaded weights (its own pos_embed):
+    # the same bytes as `inference --img-size 256`, which loads a Model at 256.
+    s = ck.load(profile="original", img_size=256)
+    check(s["model_id"] != a["model_id"] and s["weights_shared"], f"img_size 256 loaded its own weights: {s}")
+    m256 = os.path.join(out, "m256.exr")
+    ck.key(os.path.join(clip, "Input", "f2.png"), hint=os.path.join(clip, "AlphaHint", "f2.png"),
+           outputs={"matte": m256}, model=s["model_id"])
+    check(same_bytes(m256, os.path.join(work, "at256", os.path.basename(clip), "Matte", "f2.exr")),
+          "frame.key at img_size 256 on shared weights differs from inference --img-size 256")
     c = ck.load()  # the server's own profile: another model
     check(c["model_id"] != a["model_id"], "original and optimized share a model_id")
     check(len(ck.info()["models"]) >= 2, "engine.info lists the models")

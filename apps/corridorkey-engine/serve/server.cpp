@@ -160,7 +160,10 @@ std::shared_ptr<const Model> Server::shared_model(const EngineOptions& o, bool* 
   std::promise<std::shared_ptr<const Model>> mine;
   {
     std::lock_guard<std::mutex> l(weights_m_);
-    if (auto m = weights_[key].lock()) {
+    // A checkpoint replaced on disk is loaded again for new slots (engines at other sizes
+    // read pos_embed from the file, and must not mix two checkpoints); slots already keying
+    // keep the weights they have.
+    if (auto m = weights_[key].lock(); m && !m->checkpoint_changed()) {
       if (shared) *shared = true;
       return m;
     }

@@ -202,9 +202,11 @@ class CORRIDORKEY_API OptimizedEngine : public BaseEngine {
 /// OriginalEngine for the "original" profile, OptimizedEngine otherwise. Device "auto"
 /// picks CUDA, then MPS, then CPU; an explicit device is honoured or throws DeviceError.
 CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(const EngineOptions& options);
-/// An engine on a loaded Model (no checkpoint read, no second copy of the weights), with
-/// the Model's options, or with `options` of the same model_key() (the per-engine fields:
-/// post-processing, refiner tiling, compile mode, on_oom ... may differ).
+/// An engine on a loaded Model (no second copy of the weights), with the Model's options,
+/// or with `options` of the same model_key() (the per-engine fields: the size, post-
+/// processing, refiner tiling, compile mode, on_oom ... may differ). At another img_size /
+/// backbone_size than the Model's, the engine holds its own pos_embed, resized from the
+/// checkpoint's as Model::load at that size would (the file is read again for it).
 CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model);
 CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model,
                                                           const EngineOptions& options);

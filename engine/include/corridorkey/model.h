@@ -7,17 +7,28 @@
 //   auto b = corridorkey::create_engine(model);   // thread B's: no second copy of the weights
 //
 // What a Model holds is baked for one use: the weights' storage type (precision), their
-// layout (channels-last), the fused decoders' folded weights, the attention kernel per
-// encoder stage and the model size (the checkpoint's pos_embed resized to img_size). So a
-// Model is keyed by those options (model_key()). An engine must be asked for with options
-// of the same key: asking for another precision, layout, size, device or checkpoint is a
-// ConfigError, and Model::load() with those options makes a NEW COPY of the weights (there
-// is no conversion in place: the engines already running keep reading these).
+// layout (channels-last), the fused decoders' folded weights and the attention kernel per
+// encoder stage at its own size. So a Model is keyed by those options (model_key()). An engine must be
+// asked for with options of the same key: asking for another precision, layout, device or
+// checkpoint is a ConfigError, and Model::load() with those options makes a NEW COPY of
+// the weights (there is no conversion in place: the engines already running keep reading
+// these).
 //
-// Per engine, not per Model: the buffers and activations of a frame, the refiner mode
-// (whole / tiled), compile mode (eager / CUDA graph / AOTInductor package), the on_oom policy
-// (an engine that has to drop to a half precision casts a private copy for itself),
-// token routing's per-frame plan, and the post-processing settings (despill, despeckle).
+// Per engine, not per Model: the model size (img_size, backbone_size), the buffers and
+// activations of a frame, the refiner mode (whole / tiled), compile mode (eager / CUDA graph
+// / AOTInductor package), the on_oom policy (an engine that has to drop to a half precision
+// casts a private copy for itself), token routing's per-frame plan, and the post-processing
+// settings (despill, despeckle).
+//
+// Size: only pos_embed depends on it. The Model holds it resized to the size it was loaded
+// at (img_size, 0 = the checkpoint's own). An engine whose encoder runs at another size
+// holds its own, resized from the checkpoint's pos_embed, which it reads again from the
+// file (7-117 MB for hiera_base_plus at 512-2048 in float32, half in bfloat16; the file's
+// pos_embed must still be the one the Model read, else ModelError; random weights resize
+// the Model's). With the same precision and kernels its mattes are bit-identical to an
+// engine on a Model loaded at that size. Its precision is the Model's; its attention
+// kernels and refiner tiling come from the measured plan at its own size (timed or cached
+// when the engine is made), without touching the shared modules.
 //
 // Thread-safety: Model::load() may be called from any thread, concurrently. A loaded Model
 // is never modified: every const member, and creating engines from it, may be called from
@@ -37,9 +48,9 @@
 CORRIDORKEY_NAMESPACE_BEGIN
 
 /// The options that decide what a Model holds, as one line of text:
-/// "checkpoint=<absolute path>;device=<resolved device>;img_size=...;model_precision=...;
+/// "checkpoint=<absolute path>;device=<resolved device>;model_precision=...;
 /// mixed_precision=...;channels_last=...;fused_decoder=...;flash_attention=...;
-/// native_attention=...;token_chunk=...;tune=...;backbone_size=...;token_routing=...".
+/// native_attention=...;token_chunk=...;tune=...;token_routing=...".
 /// Device "auto" and an empty checkpoint are resolved first, so equal keys mean equal
 /// weights. Everything else in EngineOptions is per engine. Throws DeviceError for a
 /// device that is not there.
@@ -61,6 +72,7 @@ class CORRIDORKEY_API Model {
   const std::string& device() const;     // "cpu", "cuda:0", ...
   const std::string& checkpoint() const; // the file read, or "random:<arch>"
   const std::string& arch() const;
+  /// The size it was loaded at (what its own pos_embed fits); engines may run at others.
   int64_t img_size() const;
   int64_t parameters() const;
   /// Bytes of the weights as stored on the device (parameters and buffers, in their type).
@@ -69,6 +81,12 @@ class CORRIDORKEY_API Model {
   const std::string& notes() const;
   /// What the measured plan decided at load.
   const TunePlan& tune() const;
+  /// Whether the checkpoint file now has another size or modification time than when it
+  /// was read, or is gone (random weights: false). The Model's weights stay as read; an
+  /// engine at another size, which reads pos_embed from the file again, refuses a file whose
+  /// pos_embed changed. A host caching Models by key loads a changed file again. Cheap (a
+  /// stat); any thread.
+  bool checkpoint_changed() const;
 
   struct Impl;  // internal
   const Impl& impl() const { return *impl_; }

@@ -28,7 +28,7 @@ BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineOptions& aske
   validate_profile(asked, "options");
   // options() is what was asked (the checkpoint named); the runner gets the options with
   // what the Model's measured plan resolved (precision, kernels, tiling).
-  const EngineOptions run_opt = detail::engine_options_on(*model, asked);
+  EngineOptions run_opt = detail::engine_options_on(*model, asked);
   opt = asked;
   if (opt.checkpoint.empty() && opt.random_weights_arch.empty()) opt.checkpoint = default_checkpoint();
   const auto& M = model->impl();
@@ -43,20 +43,23 @@ BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineOptions& aske
   if (opt.threads != L.threads || opt.tf32 != L.tf32 ||
       opt.disable_cudnn_benchmark != L.disable_cudnn_benchmark)
     detail::apply_global_switches(opt, device.is_cuda(), info.notes);
+  // The size is the engine's: at another one than the Model's it holds its own pos_embed.
+  TunePlan plan;
+  auto size = detail::engine_size_on(*model, run_opt, asked, plan, info.notes);
   detail::rethrow_torch("preparing the engine", [&] {
-    runner = std::make_unique<detail::ModelRunner>(M.net, run_opt, info.notes);
+    runner = std::make_unique<detail::ModelRunner>(M.net, run_opt, info.notes, std::move(size));
   });
-  S = M.img_size;
+  S = runner->img_size();
   info.checkpoint = M.description;
-  info.img_size = M.img_size;
-  info.backbone_size = M.backbone_size;
+  info.img_size = runner->img_size();
+  info.backbone_size = runner->encoder_size();
   info.arch = M.arch;
   info.parameters = M.parameters;
   info.compile_mode_effective = runner->effective_compile_mode();
   info.precision = runner->precision();
   info.attention = runner->attention_kind();
   info.refiner = runner->refiner_kind();
-  info.tune = M.plan;
+  info.tune = plan;
   info.profile = opt.profile;
 }
 

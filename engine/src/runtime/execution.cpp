@@ -111,6 +111,9 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
   fo.keep_intermediates = false;  // free features/logits as soon as consumed
   fo.refiner_scale = opt_.refiner_scale;
   fo.channels_last = opt_.channels_last;
+  fo.img_size = size_.img_size;  // 0 unless this engine runs at another size than the network
+  fo.encoder_size = size_.encoder_size;
+  fo.pos_embed = size_.pos_embed;
   if (tiled_) {
     const int64_t tile = opt_.tile_size;
     fo.refiner_override = [this, tile](const torch::Tensor& in) {
@@ -149,6 +152,8 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
     out.routed_stage2 = router_->route(2).fraction;
     out.routed_stage3 = router_->route(3).fraction;
   }
+  // An engine at its own size runs the kernels timed at that size, not the shared flags.
+  model::NativeAttentionScope kernels(size_.img_size > 0 ? &native_ : nullptr);
   auto r = net_->forward(x, fo);
   out.alpha = r.alpha.to(torch::kFloat);
   out.fg = r.fg.to(torch::kFloat);

@@ -8,7 +8,10 @@
 #include "runtime/global_switches.h"
 #include "runtime/memory.h"
 #include "runtime/model_factory.h"
+#include "model/checkpoint.h"
+#include "config/log.h"
 #include "runtime/model_impl.h"
+#include "runtime/tune_plan.h"
 #include "runtime/torch_boundary.h"
 
 #include <filesystem>
@@ -17,10 +20,12 @@
 namespace corridorkey::detail {
 namespace {
 /// The option-table fields a prepared network bakes in (model_runner.h PreparedNet,
-/// model_factory.cpp load_net): everything else in EngineOptions is an engine's own.
+/// model_factory.cpp load_net): everything else in EngineOptions is an engine's own. The
+/// size is an engine's (img_size, backbone_size): only pos_embed depends on it, and an
+/// engine at another size than the Model's holds its own (engine_size_on).
 const std::vector<std::string>& model_fields() {
   static const std::vector<std::string> f = {
-      "checkpoint",      "device",           "img_size",        "backbone_size",
+      "checkpoint",      "device",
       "model_precision", "mixed_precision",  "channels_last",   "fused_decoder",
       "flash_attention", "native_attention", "token_chunk",     "tune",
       "token_routing",   "edge_threshold_low", "edge_threshold_high", "min_edge_tokens"};
@@ -70,6 +75,7 @@ int64_t Model::parameters() const { return impl_->parameters; }
 uint64_t Model::weight_bytes() const { return impl_->net->weight_bytes; }
 const std::string& Model::notes() const { return impl_->notes; }
 const TunePlan& Model::tune() const { return impl_->plan; }
+bool Model::checkpoint_changed() const { return detail::checkpoint_changed(*impl_); }
 
 std::shared_ptr<const Model> Model::load(const EngineOptions& options) {
   validate_profile(options, "options");
@@ -93,9 +99,17 @@ std::shared_ptr<const Model> Model::load(const EngineOptions& options) {
     I->arch = std::move(l.arch);
     I->img_size = l.img_size;
     I->backbone_size = l.backbone_size;
+    I->native_size = l.native_size;
+    I->file = l.file.empty() ? l.file : std::filesystem::weakly_canonical(l.file).string();
     I->parameters = l.parameters;
     I->plan = std::move(l.plan);
   });
+  I->mmap = options.mmap;
+  if (!I->file.empty()) {
+    std::error_code ec;
+    I->file_bytes = std::filesystem::file_size(I->file, ec);
+    I->file_time = std::filesystem::last_write_time(I->file, ec);
+  }
   return std::shared_ptr<const Model>(new Model(std::move(I)));
 }
 
@@ -121,5 +135,105 @@ EngineOptions engine_options_on(const Model& model, const EngineOptions& asked) 
   out.input_is_linear = asked.input_is_linear;
   out.track_host_memory = asked.track_host_memory;
   return out;
+}
+}  // namespace corridorkey::detail
+
+namespace corridorkey::detail {
+namespace {
+/// The checkpoint's own pos_embed, float32 on the CPU, read again from the file (a Model
+/// keeps only the one at its own size: the checkpoint's would be 117 MB more for a 2048
+/// hiera_base_plus, held for the rare engine at another size). The file must still hold
+/// what the Model read: the re-read pos_embed, resized to the Model's grid, must equal the
+/// Model's bit for bit (a retrained checkpoint saved under the same name does not; one
+/// that only touched the file does). Random weights have no file: the Model's is resized.
+torch::Tensor source_pos_embed(const Model::Impl& M) {
+  const auto& own = M.net->net->encoder->model->pos_embed;
+  if (M.file.empty()) return own.to(torch::kCPU, torch::kFloat);
+  model::ReadOptions ro;
+  ro.mmap = M.mmap;
+  torch::Tensor out;
+  {
+    const auto ck = model::read_checkpoint(M.file, ro);
+    const auto* t = ck.find("encoder.model.pos_embed");
+    CK_CHECK(t && t->dim() == 3 && t->size(2) == own.size(2), ModelError, M.file,
+             ": changed since the Model read it (no pos_embed of width ", own.size(2),
+             "); Model::load() the file again");
+    out = t->to(torch::kCPU, torch::kFloat).clone();  // own memory, not the file's mapping
+  }
+  const int64_t grid = M.backbone_size / M.net->net->config().encoder.patch_stride[0];
+  const auto again = model::resize_pos_embed(out, grid).to(own.device(), own.scalar_type());
+  CK_CHECK(again.sizes() == own.sizes() && torch::equal(again, own), ModelError, M.file,
+           ": changed since the Model read it (its pos_embed differs); an engine at another "
+           "img_size reads pos_embed again from it. Model::load() the file again");
+  return out;
+}
+}  // namespace
+
+bool checkpoint_changed(const Model::Impl& M) {
+  if (M.file.empty()) return false;
+  std::error_code e1, e2;
+  const auto bytes = std::filesystem::file_size(M.file, e1);
+  const auto time = std::filesystem::last_write_time(M.file, e2);
+  return e1 || e2 || bytes != M.file_bytes || time != M.file_time;
+}
+
+EngineSize engine_size_on(const Model& model, EngineOptions& o, const EngineOptions& asked,
+                          TunePlan& plan, std::string& notes) {
+  const auto& M = model.impl();
+  plan = M.plan;
+  auto cfg = M.net->net->config();
+  cfg.img_size = o.img_size > 0 ? o.img_size : M.native_size;
+  cfg.backbone_size = 0;
+  std::string rounded;
+  try {
+    cfg.validate();
+    cfg.resolve_backbone(o.backbone_size, o.backbone_percent, &rounded);
+    cfg.validate();
+  } catch (const ConfigError& e) {
+    throw ConfigError(M.description + ": " + e.what());
+  }
+  if (cfg.img_size == M.img_size && cfg.encoder_size() == M.backbone_size) return {};
+  if (!rounded.empty()) note(notes, rounded);
+  const auto& own = M.net->net->encoder->model->pos_embed;
+  const int64_t grid = cfg.encoder_size() / cfg.encoder.patch_stride[0];
+  EngineSize s;
+  s.img_size = cfg.img_size;
+  s.encoder_size = cfg.encoder_size();
+  std::string held = "the Model's pos_embed (the same encoder grid)";
+  if (cfg.encoder_size() != M.backbone_size) {
+    rethrow_torch("resizing pos_embed", [&] {
+      torch::NoGradGuard ng;
+      // As load_weights resizes it (float32, bicubic, then one cast): bit-identical to a
+      // Model loaded at this size.
+      s.pos_embed = model::resize_pos_embed(source_pos_embed(M), grid)
+                        .to(own.device(), own.scalar_type())
+                        .contiguous();
+    });
+    release_free_memory();  // the file's other tensors, read again for pos_embed
+    held = "its own pos_embed (" +
+           std::to_string((s.pos_embed.numel() * s.pos_embed.element_size()) >> 10) + " KiB)";
+  }
+  // The plan at this size: the weights' type is the Model's (one precision per job, and
+  // the weights are cast already); the kernels per stage and the refiner's tiling are timed
+  // here (cached per size, as every plan).
+  EngineOptions po = o;
+  po.img_size = cfg.img_size;
+  po.model_precision = M.net->options.model_precision;
+  po.native_attention = M.requested.native_attention;
+  po.tiled_refiner = asked.tiled_refiner;
+  po.tune = M.requested.tune;
+  const torch::Device device(M.device);
+  if (M.plan.origin != "off")
+    rethrow_torch("timing the plan at img_size " + std::to_string(cfg.img_size),
+                  [&] { plan = resolve_plan(po, cfg, device, notes); });
+  s.native = planned_native(po, M.plan.origin != "off" ? &plan : nullptr);
+  if (M.plan.origin == "off") s.native = M.net->native;
+  o.tiled_refiner = po.tiled_refiner;
+  note(notes, "img_size " + std::to_string(s.img_size) +
+                  (s.encoder_size != s.img_size ? " (backbone " + std::to_string(s.encoder_size) + ")" : "") +
+                  " on a Model loaded at " + std::to_string(M.img_size) + ": this engine uses " + held +
+                  "; every other weight, and the precision (" + to_string(po.model_precision) +
+                  "), are the Model's");
+  return s;
 }
 }  // namespace corridorkey::detail

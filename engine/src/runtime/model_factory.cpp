@@ -76,6 +76,8 @@ LoadedNet load_net(const EngineOptions& opt, const torch::Device& device, std::s
     note(ck.path + ": " + ignored);
   b.img_size = net->config().img_size;
   b.backbone_size = net->config().encoder_size();
+  b.native_size = ck.path.empty() ? 512 : ck.config.img_size;
+  b.file = ck.path;
   b.arch = net->config().arch;
   for (const auto& p : net->parameters()) b.parameters += p.numel();
   model::TokenRouter router{nullptr};

@@ -52,6 +52,8 @@ struct LoadedNet {
   std::shared_ptr<const PreparedNet> net;
   std::string description, arch;  // the file or "random:<arch>"; the architecture
   int64_t img_size = 0, backbone_size = 0, parameters = 0;  // backbone: where the encoder runs
+  int64_t native_size = 0;  // the checkpoint's own size (its pos_embed grid); random weights: 512
+  std::string file;         // the checkpoint file read (a folder's chosen file); "" for random
   TunePlan plan;  // what the measured plan decided (or the flag rules, tune off)
 };
 LoadedNet load_net(const EngineOptions& options, const torch::Device& device, std::string& notes);

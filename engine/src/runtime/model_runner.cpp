@@ -42,16 +42,22 @@ ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::
     : ModelRunner(prepare_net(std::move(net), o, device, notes, std::move(router), plan), o, notes) {}
 
 ModelRunner::ModelRunner(std::shared_ptr<const PreparedNet> shared, const EngineOptions& o,
-                         std::string& notes)
-    : shared_(std::move(shared)), net_(shared_->net), router_(own_router(*shared_)), opt_(o),
-      device_(shared_->device), weight_dtype_(shared_->weight_dtype), autocast_(shared_->autocast),
-      autocast_dtype_(shared_->autocast_dtype), native_(shared_->native) {
+                         std::string& notes, EngineSize size)
+    : shared_(std::move(shared)), net_(shared_->net), opt_(o), device_(shared_->device),
+      weight_dtype_(shared_->weight_dtype), autocast_(shared_->autocast),
+      autocast_dtype_(shared_->autocast_dtype), native_(shared_->native), size_(std::move(size)) {
   const auto device = device_;
+  const bool own_size = size_.img_size > 0;
+  if (own_size) native_ = size_.native;
+  img_size_ = own_size ? size_.img_size : net_->config().img_size;
+  encoder_size_ = own_size ? (size_.encoder_size > 0 ? size_.encoder_size : img_size_)
+                           : net_->config().encoder_size();
+  router_ = own_router(*shared_, encoder_size_);
   choose_refiner(notes);
 
   // Compile modes.
   auto exec_plan = plan_execution(o, device.is_cuda(), static_cast<bool>(router_),
-                                  net_->config().encoder_size() != net_->config().img_size);
+                                  encoder_size_ != img_size_);
   exec_ = exec_plan.kind;
   for (const auto& n : exec_plan.notes) note(notes, n);
   if (exec_ == ExecKind::CudaGraph && o.cache_clearing)
@@ -104,7 +110,7 @@ std::string ModelRunner::refiner_kind() const {
 }
 
 void ModelRunner::choose_refiner(std::string& notes) {
-  const int64_t S = net_->config().img_size, C = net_->config().refiner_channels;
+  const int64_t S = img_size_, C = net_->config().refiner_channels;
   const int64_t elem = torch::elementSize(autocast_ ? autocast_dtype_ : weight_dtype_);
   whole_image_bytes_ = refiner_whole_image_bytes(S, C, elem, opt_.fused_refiner);
   switch (opt_.tiled_refiner) {

@@ -88,14 +88,32 @@ std::shared_ptr<const PreparedNet> prepare_net(model::GreenFormer net, const Eng
                                                model::TokenRouter router = nullptr,
                                                const TunePlan* plan = nullptr);
 
+/// An engine's model size where it differs from its prepared network's (a Model serves
+/// engines at several sizes, model.h): what every forward of that engine carries
+/// (model::ForwardOptions). All zero / undefined: the network's own size.
+struct EngineSize {
+  int64_t img_size = 0, encoder_size = 0;
+  /// At the encoder's token grid, in the weights' type, on the device; undefined where the
+  /// grid is the network's (another img_size, the same encoder size).
+  torch::Tensor pos_embed;
+  /// The attention kernel per encoder stage as the plan timed it at this size (the shared
+  /// network's flags were timed at its own).
+  std::array<bool, 4> native{};
+};
+
+/// The attention kernel per encoder stage: on where `o` asks for it (native_attention on),
+/// else per global stage where the plan timed it faster (needs flash_attention).
+std::array<bool, 4> planned_native(const EngineOptions& o, const TunePlan* plan);
+
 class ModelRunner {
  public:
   /// One engine's way of running a prepared network: refiner mode, compile mode, OOM
   /// policy, CUDA graph / AOTInductor state. `options`: this engine's (the model's fields
   /// must match what `net` was prepared with; engine.cpp checks). `notes` gets one line per
-  /// option that cannot apply as asked.
+  /// option that cannot apply as asked. `size`: this engine's size when it is not the
+  /// network's.
   ModelRunner(std::shared_ptr<const PreparedNet> net, const EngineOptions& options,
-              std::string& notes);
+              std::string& notes, EngineSize size = {});
   /// prepare_net, then a runner on it (one engine, its own weights).
   ModelRunner(model::GreenFormer net, const EngineOptions& options, torch::Device device,
               std::string& notes, model::TokenRouter router = nullptr, const TunePlan* plan = nullptr);
@@ -109,6 +127,9 @@ class ModelRunner {
   torch::ScalarType weight_dtype() const { return weight_dtype_; }
   /// The refiner runs tile by tile (tiled_refiner on, or auto over budget).
   bool refiner_tiled() const { return tiled_; }
+  /// The size this engine runs at, and where its encoder runs (backbone_size or img_size).
+  int64_t img_size() const { return img_size_; }
+  int64_t encoder_size() const { return encoder_size_; }
   /// What runs, for EngineInfo: global attention kernel and refiner mode.
   std::string attention_kind() const;
   std::string refiner_kind() const;
@@ -136,6 +157,8 @@ class ModelRunner {
   std::array<bool, 4> native_{};  // the engine's attention kernel per encoder stage
   bool tiled_ = false;
   uint64_t whole_image_bytes_ = 0;
+  EngineSize size_;  // set only when this engine's size is not the network's
+  int64_t img_size_ = 0, encoder_size_ = 0;
   std::unique_ptr<Graph> graph_;
   struct Aoti;
   std::unique_ptr<Aoti> aoti_;

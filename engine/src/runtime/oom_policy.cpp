@@ -42,11 +42,11 @@ ModelRun ModelRunner::run(const torch::Tensor& x) {
       const std::string step = opt_.on_oom == OnOom::Degrade ? degrade() : "";
       if (step.empty())
         throw ModelError(std::string("out of memory at img_size ") +
-                         std::to_string(net_->config().img_size) + " on " + device_.str() +
+                         std::to_string(img_size_) + " on " + device_.str() +
                          (opt_.on_oom == OnOom::Degrade ? " even after degrading" : "") + ": " +
                          e.what_without_backtrace() +
                          " (lower --img-size, or --on-oom degrade / --tiled-refiner / a half precision)");
-      warnings.push_back("out of memory at img_size " + std::to_string(net_->config().img_size) +
+      warnings.push_back("out of memory at img_size " + std::to_string(img_size_) +
                          ": " + step + "; retrying this frame (it stays that way for the run)");
       empty_device_cache(device_);
     }
@@ -76,6 +76,7 @@ std::string ModelRunner::degrade() {
       // Other engines may be running the shared weights: this engine casts its own copy.
       net_ = half_copy(*shared_, weight_dtype_);
       if (router_) router_->to(weight_dtype_);
+      if (size_.pos_embed.defined()) size_.pos_embed = size_.pos_embed.to(weight_dtype_);
       return std::string("model precision float32 -> ") +
              (weight_dtype_ == torch::kHalf ? "float16" : "bfloat16");
     }

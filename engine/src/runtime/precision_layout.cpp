@@ -69,14 +69,14 @@ model::GreenFormer half_copy(const PreparedNet& p, torch::ScalarType dtype) {
 
 /// A runner's own token router on the prepared router's weights (aliased: set_data shares
 /// the storage), since routing writes per-frame index sets into the module.
-model::TokenRouter own_router(const PreparedNet& p) {
+model::TokenRouter own_router(const PreparedNet& p, int64_t encoder_size) {
   if (!p.router) return nullptr;
   const auto& o = p.options;
   model::RoutingOptions ro;
   ro.low = o.edge_threshold_low;
   ro.high = o.edge_threshold_high;
   ro.min_edge_tokens = o.min_edge_tokens;
-  model::TokenRouter r(p.net->config().encoder, p.net->config().encoder_size(), ro);
+  model::TokenRouter r(p.net->config().encoder, encoder_size, ro);
   torch::NoGradGuard ng;
   auto src = p.router->named_parameters();
   for (auto& kv : r->named_parameters()) kv.value().set_data(src[kv.key()]);
@@ -84,6 +84,19 @@ model::TokenRouter own_router(const PreparedNet& p) {
   for (auto& kv : r->named_buffers()) kv.value().set_data(srcb[kv.key()]);
   r->eval();
   return r;
+}
+
+std::array<bool, 4> planned_native(const EngineOptions& o, const TunePlan* plan) {
+  auto stage_native = [&](const std::string& option) {
+    if (o.native_attention == AutoSwitch::On) return true;
+    if (o.native_attention == AutoSwitch::Off || !plan) return false;
+    const auto* d = plan->find(option);
+    return d && d->value == "true";
+  };
+  std::array<bool, 4> native{};
+  for (size_t i = 0; i < native.size(); ++i)
+    native[i] = o.flash_attention && stage_native("native_attention.stage" + std::to_string(i + 1));
+  return native;
 }
 
 std::shared_ptr<const PreparedNet> prepare_net(model::GreenFormer net, const EngineOptions& o,
@@ -116,15 +129,7 @@ std::shared_ptr<const PreparedNet> prepare_net(model::GreenFormer net, const Eng
     router->to(device, p->weight_dtype);
     router->eval();
   }
-  // Native attention: on where asked, or per global stage where the plan timed it faster.
-  auto stage_native = [&](const char* option) {
-    if (o.native_attention == AutoSwitch::On) return true;
-    if (o.native_attention == AutoSwitch::Off || !plan) return false;
-    const auto* d = plan->find(option);
-    return d && d->value == "true";
-  };
-  for (size_t i = 0; i < p->native.size(); ++i)
-    p->native[i] = o.flash_attention && stage_native(("native_attention.stage" + std::to_string(i + 1)).c_str());
+  p->native = planned_native(o, plan);
   apply_switches(*net, o, p->native);
   if (o.channels_last) net->to_channels_last();
   fold_decoders(*net, o);

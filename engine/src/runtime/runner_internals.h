@@ -29,8 +29,9 @@ struct ModelRunner::Aoti {
 torch::ScalarType to_dtype(Precision p);
 /// on_oom's precision step for one engine (precision_layout.cpp).
 model::GreenFormer half_copy(const PreparedNet& p, torch::ScalarType dtype);
-/// A runner's own token router on the prepared router's weights (precision_layout.cpp).
-model::TokenRouter own_router(const PreparedNet& p);
+/// A runner's own token router on the prepared router's weights, routing an encoder that
+/// runs at `encoder_size` (precision_layout.cpp).
+model::TokenRouter own_router(const PreparedNet& p, int64_t encoder_size);
 /// The first line of a LibTorch message, at most 300 characters (model_runner.cpp).
 std::string first_line(const char* what);
 /// A c10::Error that is an allocation failure on any device (oom_policy.cpp).
