@@ -3,9 +3,60 @@
 #include "attention_cpu.h"
 #include "attention_f32_cpu.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
 #include <optional>
+#include <string>
 
 namespace corridorkey::model::functional {
+
+namespace {
+thread_local bool t_onednn_linear = false;
+
+/// LibTorch's oneDNN linear, called boxed (its C++ signature is internal; the schema is
+/// "mkldnn::_linear_pointwise(Tensor X, Tensor W, Tensor? B, str attr, Scalar?[] scalars,
+/// str? algorithm) -> Tensor"). nullptr when this LibTorch was built without oneDNN.
+const c10::OperatorHandle* onednn_op() {
+  static const std::optional<c10::OperatorHandle> op =
+      c10::Dispatcher::singleton().findSchema({"mkldnn::_linear_pointwise", ""});
+  return op ? &*op : nullptr;
+}
+
+bool use_onednn(const torch::Tensor& x) {
+  return t_onednn_linear && x.scalar_type() == torch::kFloat && x.device().is_cpu() &&
+         !x.requires_grad() && onednn_op() != nullptr;
+}
+
+torch::Tensor onednn_linear(const torch::nn::Linear& m, const torch::Tensor& x, bool gelu) {
+  torch::jit::Stack s;
+  s.reserve(6);
+  s.emplace_back(x);
+  s.emplace_back(m->weight);
+  s.emplace_back(m->bias.defined() ? c10::IValue(m->bias) : c10::IValue());
+  s.emplace_back(std::string(gelu ? "gelu" : "none"));
+  s.emplace_back(c10::List<std::optional<at::Scalar>>());
+  s.emplace_back(gelu ? c10::IValue(std::string("none")) : c10::IValue(std::string("")));
+  onednn_op()->callBoxed(s);
+  return s.back().toTensor();
+}
+}  // namespace
+
+OnednnLinearScope::OnednnLinearScope(bool on) : previous_(t_onednn_linear) { t_onednn_linear = on; }
+OnednnLinearScope::~OnednnLinearScope() { t_onednn_linear = previous_; }
+bool onednn_linear_available() { return onednn_op() != nullptr; }
+bool onednn_linear_active(const torch::Tensor& x) { return use_onednn(x); }
+
+torch::Tensor linear(const torch::nn::Linear& m, const torch::Tensor& x) {
+  if (use_onednn(x)) return onednn_linear(m, x, false);
+  return at::linear(x, m->weight, m->bias);
+}
+
+torch::Tensor linear_gelu(const torch::nn::Linear& m, const torch::Tensor& x) {
+  if (use_onednn(x)) return onednn_linear(m, x, true);
+  auto h = at::linear(x, m->weight, m->bias);
+  return at::gelu_(h);  // exact erf GELU, as timm's nn.GELU; in place (no extra allocation)
+}
 
 torch::Tensor unroll(const torch::Tensor& x, int64_t height, int64_t width, int64_t levels,
                      int64_t sy, int64_t sx) {

@@ -12,9 +12,34 @@ namespace corridorkey::model::functional {
 /// for inputs of any rank. torch::nn::Linear::forward (torch::nn::functional::linear) runs a
 /// 3-D input as matmul + a separate bias add: one more pass over every output, ~190 ms of a
 /// 1024 bf16 frame on 2 cores (bench --ops). Same math up to rounding order.
-inline torch::Tensor linear(const torch::nn::Linear& m, const torch::Tensor& x) {
-  return at::linear(x, m->weight, m->bias);
-}
+/// Inside a OnednnLinearScope, float32 CPU inputs go through oneDNN's matmul instead.
+torch::Tensor linear(const torch::nn::Linear& m, const torch::Tensor& x);
+/// GELU (exact, erf) of linear(m, x): inside a OnednnLinearScope (float32 CPU) as the
+/// matmul's fused epilogue, else at::gelu_ in place on the output.
+torch::Tensor linear_gelu(const torch::nn::Linear& m, const torch::Tensor& x);
+
+/// While alive, float32 CPU linear() / linear_gelu() calls on this thread run through
+/// oneDNN's matmul (LibTorch's mkldnn::_linear_pointwise, dense weights, no packed copy)
+/// instead of at::linear, whose float32 GEMM is MKL's. On a 2-core AMD EPYC Zen 5 the
+/// encoder's Linear shapes ran 1.2-2.6x faster through oneDNN (65536x448x112: 45.7 -> 17.7
+/// ms; 16384x448x1344 + GELU: 174 -> 74 ms); MKL is Intel's own and may win on Intel CPUs,
+/// so the measured plan chooses (tune_plan.cpp, "linear_kernel"). Same products and sums in
+/// another order: within float32 rounding (test_functional.cpp). A no-op where LibTorch
+/// has no oneDNN (onednn_linear_available()). Nests.
+class OnednnLinearScope {
+ public:
+  explicit OnednnLinearScope(bool on);
+  ~OnednnLinearScope();
+  OnednnLinearScope(const OnednnLinearScope&) = delete;
+  OnednnLinearScope& operator=(const OnednnLinearScope&) = delete;
+
+ private:
+  bool previous_;
+};
+/// Whether this LibTorch has oneDNN's matmul op (mkldnn::_linear_pointwise).
+bool onednn_linear_available();
+/// Whether linear(m, x) would run through oneDNN here (a scope is on, x float32 on a CPU).
+bool onednn_linear_active(const torch::Tensor& x);
 
 /// Hiera "unroll": [B, H*W, C] raster tokens -> [B, H*W, C] with `levels` rounds of
 /// stride-(sy,sx) patches moved outward, so that after 3 rounds of 2x2 the mask-unit

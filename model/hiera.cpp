@@ -45,9 +45,8 @@ MlpImpl::MlpImpl(int64_t dim, int64_t hidden) {
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  // Exact erf GELU, as timm's nn.GELU; in place on fc1's output (no extra allocation).
-  auto h = functional::linear(fc1, x);
-  return functional::linear(fc2, at::gelu_(h));
+  // Exact erf GELU, as timm's nn.GELU: in place on fc1's output, or fc1's fused epilogue.
+  return functional::linear(fc2, functional::linear_gelu(fc1, x));
 }
 
 HieraBlockImpl::HieraBlockImpl(const BlockSpec& s) {
@@ -90,10 +89,14 @@ torch::Tensor HieraBlockImpl::forward_chunked(const torch::Tensor& x_in) {
   const auto x2 = x.view({rows, C});
   const auto& qw = attn->qkv->weight;
   auto qkv = torch::empty({rows, qw.size(0)}, x.options());
+  const bool onednn = functional::onednn_linear_active(x);  // it has no _out form: one copy
   for (int64_t r0 = 0; r0 < rows; r0 += token_chunk) {
     const int64_t n = std::min(token_chunk, rows - r0);
     auto dst = qkv.narrow(0, r0, n);
-    at::addmm_out(dst, attn->qkv->bias, norm1->forward(x2.narrow(0, r0, n)), qw.t());
+    if (onednn)
+      dst.copy_(functional::linear(attn->qkv, norm1->forward(x2.narrow(0, r0, n))));
+    else
+      at::addmm_out(dst, attn->qkv->bias, norm1->forward(x2.narrow(0, r0, n)), qw.t());
   }
   const auto o = attn->core(qkv.view({B, N, qw.size(0)})).reshape({rows, C});
   auto out = torch::empty_like(x2);

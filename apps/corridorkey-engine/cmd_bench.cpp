@@ -172,9 +172,12 @@ void add_bench(CLI::App& app, int& exit_code) {
         const bool decoupled = r.info.backbone_size && r.info.backbone_size != r.info.img_size;
         if (!r.info.tune.decisions.empty()) {
           const auto* d = r.info.tune.find("model_precision");
-          std::printf("%-30s ran: precision %s (%s), attention %s, refiner %s%s\n", "",
+          const auto* lin = r.info.tune.find("onednn_linear");  // float32 CPU runs only
+          const std::string linear =
+              lin ? std::string(", linear ") + (lin->value == "true" ? "oneDNN" : "MKL") + " (" + lin->source + ")" : "";
+          std::printf("%-30s ran: precision %s (%s), attention %s%s, refiner %s%s\n", "",
                       r.precision.c_str(), d ? d->source.c_str() : "flag", r.info.attention.c_str(),
-                      r.info.refiner.c_str(),
+                      linear.c_str(), r.info.refiner.c_str(),
                       decoupled ? (", backbone " + std::to_string(r.info.backbone_size) + " (refiner " +
                                    std::to_string(r.info.img_size) + ")").c_str()
                                 : "");

@@ -12,11 +12,13 @@
 
 #include "attention_cpu.h"
 #include "attention_f32_cpu.h"
+#include "model/functional.h"
 #include "runtime/tune_cache.h"
 #include "runtime/tune_plan.h"
 #include "support/support.h"
 
 #include <cstdint>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -268,4 +270,47 @@ TEST_CASE("an engine at another size than its Model keeps the Model's precision 
   const auto r = e->process_frame({plate.data(), 160, 90, 3, PixelType::UInt8, 0},
                                   {hint.data(), 160, 90, 1, PixelType::UInt8, 0});
   CHECK(r.alpha.width == 160);
+}
+
+TEST_CASE("the plan times float32 Linear layers through oneDNN against MKL and keeps the faster",
+          "[model][tune]") {
+  if (!corridorkey::model::functional::onednn_linear_available()) {
+    std::cout << "SKIPPED: this LibTorch has no oneDNN matmul\n";
+    return;
+  }
+  CacheFile cache;
+  auto o = tuned();
+  o.model_precision = Precision::Float32;
+  corridorkey::detail::inject_trial_delay("onednn", 400);
+  OptimizedEngine slow_onednn(o);
+  CHECK(decision(slow_onednn.info(), "onednn_linear").value == "false");
+  CHECK(decision(slow_onednn.info(), "onednn_linear").source == "plan");
+  CHECK(slow_onednn.options().onednn_linear == AutoSwitch::Auto);  // as asked
+
+  corridorkey::detail::inject_trial_delay("", 0);
+  corridorkey::detail::inject_trial_delay("mkl", 400);
+  OptimizedEngine slow_mkl(o);
+  const auto& d = decision(slow_mkl.info(), "onednn_linear");
+  CHECK(d.value == "true");
+  CHECK(d.times_ms.size() == 2);
+
+  // The same frame both ways: within float32 rounding (the engine's fp32 bound, 1e-4).
+  std::vector<uint8_t> plate(200 * 120 * 3), hint(200 * 120);
+  for (size_t i = 0; i < plate.size(); ++i) plate[i] = static_cast<uint8_t>((i * 37) % 251);
+  for (size_t i = 0; i < hint.size(); ++i) hint[i] = static_cast<uint8_t>(i % 200 < 100 ? 0 : 255);
+  const ImageView pv{plate.data(), 200, 120, 3, PixelType::UInt8, 0};
+  const ImageView hv{hint.data(), 200, 120, 1, PixelType::UInt8, 0};
+  const auto a = slow_onednn.process_frame(pv, hv);
+  const auto b = slow_mkl.process_frame(pv, hv);
+  double worst = 0;
+  for (size_t i = 0; i < a.alpha.pixels.size(); ++i)
+    worst = std::max(worst, static_cast<double>(std::abs(a.alpha.pixels[i] - b.alpha.pixels[i])));
+  INFO("alpha max |mkl - onednn| = " << worst);
+  CHECK(worst <= 1e-4);
+
+  // An explicit value wins over the plan.
+  o.onednn_linear = AutoSwitch::Off;
+  OptimizedEngine off(o);
+  CHECK(decision(off.info(), "onednn_linear").source == "flag");
+  CHECK(decision(off.info(), "onednn_linear").value == "false");
 }

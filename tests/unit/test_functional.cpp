@@ -4,6 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 namespace F = corridorkey::model::functional;
 
 TEST_CASE("unroll puts tokens in Hiera's order (model.md formula)", "[unit]") {
@@ -86,5 +89,50 @@ TEST_CASE("token-chunked blocks equal whole-row blocks to float32 rounding", "[u
       }
       blk->token_chunk = 0;
     }
+  }
+}
+
+TEST_CASE("float32 Linear through oneDNN equals at::linear to float32 rounding", "[unit]") {
+  // OnednnLinearScope (functional.h): the encoder's Linear layers through oneDNN's matmul.
+  // Another GEMM, so sums in another order: bounded here at the encoder's shapes, relative
+  // to the outputs' size. GELU fused into the matmul must be the exact (erf) GELU.
+  if (!F::onednn_linear_available()) {
+    WARN("SKIPPED: this LibTorch has no oneDNN matmul");
+    return;
+  }
+  torch::manual_seed(3);
+  struct Shape {
+    int64_t rows, in, out;
+  };
+  for (const auto s : {Shape{4096, 112, 336}, Shape{1024, 448, 1792}, Shape{256, 1792, 448}, Shape{7, 3, 5}}) {
+    INFO(s.rows << "x" << s.in << "x" << s.out);
+    torch::nn::Linear m(s.in, s.out);
+    m->eval();
+    torch::NoGradGuard ng;
+    const auto x = torch::randn({2, s.rows, s.in});
+    const auto xt = torch::randn({s.in, s.rows}).t();  // a transposed (non-contiguous) input
+    const auto want = at::linear(x, m->weight, m->bias);
+    const auto want_t = at::linear(xt, m->weight, m->bias);
+    const auto want_gelu = at::gelu(want);
+    CHECK_FALSE(F::onednn_linear_active(x));
+    torch::Tensor got, got_t, got_gelu;
+    {
+      F::OnednnLinearScope on(true);
+      REQUIRE(F::onednn_linear_active(x));
+      CHECK_FALSE(F::onednn_linear_active(x.to(torch::kBFloat16)));  // float32 only
+      got = F::linear(m, x);
+      got_t = F::linear(m, xt);
+      got_gelu = F::linear_gelu(m, x);
+      F::OnednnLinearScope off(false);  // nests
+      CHECK_FALSE(F::onednn_linear_active(x));
+    }
+    CHECK_FALSE(F::onednn_linear_active(x));
+    const double scale = std::max(1.0, ck_test::max_abs(want));
+    CHECK(got.sizes() == want.sizes());
+    CHECK(ck_test::max_abs_diff(got, want) <= 2e-6 * scale * std::sqrt(static_cast<double>(s.in)));
+    CHECK(ck_test::max_abs_diff(got_t, want_t) <= 2e-6 * scale * std::sqrt(static_cast<double>(s.in)));
+    CHECK(ck_test::max_abs_diff(got_gelu, want_gelu) <= 2e-6 * scale * std::sqrt(static_cast<double>(s.in)));
+    // tanh-approximated GELU differs by ~1e-3 near |x| = 2: the bound above tells them apart.
+    if (s.in > 3) CHECK(ck_test::max_abs_diff(at::gelu(want, "tanh"), want_gelu) > 1e-4);
   }
 }

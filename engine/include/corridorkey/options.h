@@ -78,6 +78,13 @@ struct EngineOptions {
   /// Equal to whole rows to float32 rounding: every op is row-wise, only a GEMM may reduce a
   /// row slice in another order (test_functional.cpp, test_engine.cpp).
   int64_t token_chunk = 0;
+  /// float32 Linear layers on a CPU through oneDNN's matmul (with GELU fused into the MLP's
+  /// first one) instead of at::linear's MKL GEMM: within float32 rounding (test_functional,
+  /// test_tune). Auto: the measured plan times both on one encoder block per stage shape and
+  /// keeps the faster (oneDNN ran the encoder's Linear shapes 1.2-2.6x faster on an AMD
+  /// EPYC Zen 5; MKL may win on Intel); with tune off, Auto means off. Other precisions and
+  /// devices: no effect (bf16 Linear already runs through oneDNN).
+  AutoSwitch onednn_linear = AutoSwitch::Off;
   /// Decoder heads without the 1024-channel concatenation (linear_fuse folded into the
   /// per-scale projections, 256 channels resized per scale): ~4x less decoder memory,
   /// fp32 effect <= 1e-5 on alpha/fg.

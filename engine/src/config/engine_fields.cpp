@@ -67,6 +67,10 @@ std::vector<Field<O>> rows() {
                                   "token rows per chunk in the encoder blocks' token-wise parts "
                                   "(LN, projections, MLP; 0 = whole rows); bit-identical",
                                   "0 or a row count, e.g. 512"));
+  r.push_back(choice_row<O, AutoSwitch>(
+      "onednn_linear", P, &O::onednn_linear, tri_state_names<AutoSwitch>(),
+      "float32 CPU Linear layers through oneDNN's matmul instead of MKL's GEMM (within fp32 "
+      "rounding): true, false, or auto = the measured plan times both"));
   r.push_back(switch_row<O>("fused_decoder", P, &O::fused_decoder,
                             "decoders without the 1024-channel concat (linear_fuse folded)"));
   r.push_back(with_aliases(with_shortcuts(

@@ -5,6 +5,7 @@
 
 #include <corridorkey/errors.h>
 
+#include "model/functional.h"
 #include "model/tiled_refiner.h"
 #include "runtime/memory.h"
 #include "runtime/runner_internals.h"
@@ -154,6 +155,8 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
   }
   // An engine at its own size runs the kernels timed at that size, not the shared flags.
   model::NativeAttentionScope kernels(size_.img_size > 0 ? &native_ : nullptr);
+  // float32 Linear layers through oneDNN where asked or the plan timed it faster.
+  model::functional::OnednnLinearScope linear(opt_.onednn_linear == AutoSwitch::On);
   auto r = net_->forward(x, fo);
   out.alpha = r.alpha.to(torch::kFloat);
   out.fg = r.fg.to(torch::kFloat);

@@ -221,6 +221,7 @@ EngineSize engine_size_on(const Model& model, EngineOptions& o, const EngineOpti
   po.model_precision = M.net->options.model_precision;
   po.native_attention = M.requested.native_attention;
   po.tiled_refiner = asked.tiled_refiner;
+  po.onednn_linear = asked.onednn_linear;
   po.tune = M.requested.tune;
   const torch::Device device(M.device);
   if (M.plan.origin != "off")
@@ -229,6 +230,7 @@ EngineSize engine_size_on(const Model& model, EngineOptions& o, const EngineOpti
   s.native = planned_native(po, M.plan.origin != "off" ? &plan : nullptr);
   if (M.plan.origin == "off") s.native = M.net->native;
   o.tiled_refiner = po.tiled_refiner;
+  if (M.plan.origin != "off") o.onednn_linear = po.onednn_linear;
   note(notes, "img_size " + std::to_string(s.img_size) +
                   (s.encoder_size != s.img_size ? " (backbone " + std::to_string(s.encoder_size) + ")" : "") +
                   " on a Model loaded at " + std::to_string(M.img_size) + ": this engine uses " + held +

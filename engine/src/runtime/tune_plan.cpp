@@ -267,7 +267,7 @@ std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg
   // not reused. "plan 4": each precision's estimate and check time it with its own faster
   // attention kernel (plan 3 compared bf16's best with float32's SDPA, then checked both
   // with SDPA, and kept float32 at 2048 on a Zen 5 where bfloat16 ran 4x faster).
-  k << "engine " << CORRIDORKEY_VERSION_STRING << "; plan 4; torch " << TORCH_VERSION << "; "
+  k << "engine " << CORRIDORKEY_VERSION_STRING << "; plan 5; torch " << TORCH_VERSION << "; "
     << (device.is_cpu() ? cpu_identity() : device.str()) << "; threads " << at::get_num_threads()
     << "; " << cfg.arch << " " << e.embed_dim << "/" << e.num_heads << "/";
   for (size_t i = 0; i < e.stages.size(); ++i) k << (i ? "-" : "") << e.stages[i];
@@ -277,7 +277,8 @@ std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg
     << (o.mixed_precision ? " mixed" : "") << "; native " << to_string(o.native_attention)
     << "; tiled " << to_string(o.tiled_refiner) << " " << o.tile_size << "; flash "
     << o.flash_attention << " fused-dec " << o.fused_decoder << " fused-ref " << o.fused_refiner
-    << " channels-last " << o.channels_last << " routing " << o.token_routing;
+    << " channels-last " << o.channels_last << " routing " << o.token_routing
+    << " onednn-linear " << to_string(o.onednn_linear);
   if (o.token_chunk > 0) k << " chunk " << o.token_chunk;  // absent at 0: older keys stay valid
   return k.str();
 }
@@ -317,6 +318,7 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
       note_line(notes, "tune: timed trials run on CPUs only for now; " + device.str() + " keeps the flag rules");
     if (opt.model_precision == Precision::Auto && cpu) opt.model_precision = p;
     if (opt.native_attention == AutoSwitch::Auto) opt.native_attention = AutoSwitch::On;
+    if (opt.onednn_linear == AutoSwitch::Auto) opt.onednn_linear = AutoSwitch::Off;  // LibTorch's default
     return plan;
   }
 
@@ -341,6 +343,8 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
     const bool native_open = opt.native_attention == AutoSwitch::Auto && native_kernel;
     const bool native_f32_open = opt.native_attention == AutoSwitch::Auto && opt.flash_attention &&
                                  !opt.mixed_precision && kernels::native_attention_f32_available();
+    const bool linear_open = opt.onednn_linear == AutoSwitch::Auto && !opt.mixed_precision &&
+                             model::functional::onednn_linear_available();
     // Native attention per global stage, in bf16 (the kernel is bf16-only).
     bool native16_3 = false, native32_3 = false;  // the faster stage-3 kernel per precision
     auto native_decisions = [&](std::vector<TuneDecision>& out, double& best_blk3) {
@@ -393,6 +397,13 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
             } else if (sh.has_global) {
               blk3 = tr.block(sh.stage3, sh.tokens3, dt, false, cand);
             }
+            // float32 with its faster Linear GEMM too (oneDNN ran a float32 frame in 0.72x
+            // MKL's time on a Zen 5), so bfloat16 is weighed against the float32 that runs.
+            if (!bf16 && linear_open && sh.has_global) {
+              model::functional::OnednnLinearScope on(true);
+              blk3 = std::min(blk3, tr.block(sh.stage3, sh.tokens3, dt, native32_3,
+                                             native32_3 ? "float32 native onednn" : "float32 sdpa onednn"));
+            }
             e = tr.frame_estimate(blk3, dec, ref);
           }
         }
@@ -410,6 +421,11 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
         if (sh.has_global) {  // each with the kernel it would run
           b32 = tr.block(sh.stage3, sh.tokens3, torch::kFloat, native32_3,
                          native32_3 ? "float32 native" : "float32 sdpa");
+          if (linear_open) {
+            model::functional::OnednnLinearScope on(true);
+            b32 = std::min(b32, tr.block(sh.stage3, sh.tokens3, torch::kFloat, native32_3,
+                                         native32_3 ? "float32 native onednn" : "float32 sdpa onednn"));
+          }
           b16 = tr.block(sh.stage3, sh.tokens3, torch::kBFloat16, native16_3,
                          native16_3 ? "bfloat16 native" : "bfloat16 sdpa");
         }
@@ -440,6 +456,32 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
         plan.decisions.push_back({"native_attention.stage" + std::to_string(i + 1), nat < sdpa ? "true" : "false",
                                   "plan", "", {{"native", nat}, {"sdpa", sdpa}}});
       }
+    }
+    // float32 Linear layers through oneDNN's matmul or MKL's GEMM (at::linear): the same
+    // result within fp32 rounding, so the faster wins. Timed on one block of stage 1
+    // (narrow, many tokens) and one of stage 3 (wide, few): every Hiera block costs the same
+    // FLOPs (tokens x width^2), so each weighs as the blocks of its shape family (stages 1-2,
+    // 3-4). float32's precision estimate above is MKL's: oneDNN only makes it faster.
+    if (precision == "float32" && linear_open) {
+      auto native_at = [&](size_t i) {
+        if (!opt.flash_attention && !sh.stage[i].mask_unit_attn) return false;
+        if (opt.native_attention == AutoSwitch::On) return true;
+        const auto* d = plan.find("native_attention.stage" + std::to_string(i + 1));
+        return d && d->value == "true";
+      };
+      const auto& st = cfg.encoder.stages;
+      double onednn = 0, mkl = 0;
+      for (size_t i : {size_t{0}, size_t{2}}) {
+        if (sh.stage_tokens[i] == 0) continue;
+        double w = 0;
+        for (size_t j = i; j < i + 2 && j < st.size(); ++j) w += static_cast<double>(st[j]);
+        mkl += w * tr.block(sh.stage[i], sh.stage_tokens[i], torch::kFloat, native_at(i), "float32 mkl");
+        model::functional::OnednnLinearScope on(true);
+        onednn += w * tr.block(sh.stage[i], sh.stage_tokens[i], torch::kFloat, native_at(i), "float32 onednn");
+      }
+      if (mkl > 0)
+        plan.decisions.push_back({"onednn_linear", onednn < (1.0 - kMargin) * mkl ? "true" : "false",
+                                  "plan", "", {{"onednn", onednn}, {"mkl", mkl}}});
     }
     if (opt.tiled_refiner == RefinerTiling::Auto && cfg.img_size > opt.tile_size &&
         whole_fits(dtype_of(precision))) {
@@ -486,6 +528,18 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
     }
   } else if ((bf16 && native_kernel) || (f32 && cpu && kernels::native_attention_f32_available())) {
     plan.decisions.push_back({"native_attention", to_string(opt.native_attention), "flag", "", {}});
+  }
+  if (opt.onednn_linear == AutoSwitch::Auto) {
+    const auto* d = plan.find("onednn_linear");
+    opt.onednn_linear = d && d->value == "true" ? AutoSwitch::On : AutoSwitch::Off;
+    if (!d && f32 && cpu)
+      plan.decisions.push_back({"onednn_linear", "false", "only",
+                                model::functional::onednn_linear_available()
+                                    ? "not timed (no encoder block to time)"
+                                    : "this LibTorch has no oneDNN matmul",
+                                {}});
+  } else if (f32 && cpu) {
+    plan.decisions.push_back({"onednn_linear", to_string(opt.onednn_linear), "flag", "", {}});
   }
   if (opt.tiled_refiner == RefinerTiling::Auto) {
     const auto* t = plan.find("tiled_refiner");
