@@ -49,8 +49,11 @@ void add_tune(CLI::App& app, int& exit_code) {
     std::printf("\n");
     std::printf("cache: %s\nkey: %s\n", p.cache_path.c_str(), p.key.c_str());
     std::printf("%s", p.summary().c_str());
-    std::printf("runs: precision %s, attention %s, refiner %s\n", i.precision.c_str(),
-                i.attention.c_str(), i.refiner.c_str());
+    const auto* lin = p.find("onednn_linear");  // float32 CPU runs only
+    std::printf("runs: precision %s, attention %s%s, refiner %s\n", i.precision.c_str(),
+                i.attention.c_str(),
+                lin ? (lin->value == "true" ? ", Linear layers through oneDNN" : ", Linear layers through MKL") : "",
+                i.refiner.c_str());
     exit_code = kOk;
   });
 }

@@ -423,3 +423,32 @@ TEST_CASE("an engine at another size refuses a checkpoint whose pos_embed change
   CHECK_THROWS_AS(create_engine(model, other), IoError);  // gone: named, not a crash
   fs::remove_all(dir);
 }
+
+TEST_CASE("token routing at another size than the Model routes the engine's own token grid",
+          "[model][embedding]") {
+  // Routing plans its index sets on the grid where the encoder runs: an engine at another
+  // size builds its router for its own grid on the Model's routing weights.
+  const auto frames = sample_frames(1);
+  auto at = [](int64_t size) {
+    auto o = bundled("experimental");
+    o.model_precision = Precision::Float32;
+    o.tune = TuneMode::Off;  // the same kernels on both sides
+    o.backbone_size = 0;
+    o.backbone_percent = 0;
+    o.img_size = size;
+    return o;
+  };
+  REQUIRE(at(0).token_routing);
+  auto key = [&](BaseEngine& e) { return e.process_frame(frames[0].plate.view(), frames[0].hint.view()); };
+  FrameResult want;
+  {
+    OptimizedEngine alone(at(384));
+    want = key(alone);
+  }
+  auto model = Model::load(at(256));
+  auto e = create_engine(model, at(384));
+  CHECK(e->info().img_size == 384);
+  const auto got = key(*e);
+  CHECK(got.alpha.pixels == want.alpha.pixels);
+  CHECK(got.fg.pixels == want.fg.pixels);
+}
