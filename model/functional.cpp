@@ -3,9 +3,13 @@
 #include "attention_cpu.h"
 #include "attention_f32_cpu.h"
 
+#include <ATen/Context.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/core/InferenceMode.h>
 #include <ATen/core/stack.h>
 
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -23,9 +27,19 @@ const c10::OperatorHandle* onednn_op() {
   return op ? &*op : nullptr;
 }
 
+std::atomic<uint64_t> g_onednn_calls{0};
+
+/// float32 only as IEEE float32: LibTorch's oneDNN linear follows the process-wide float32
+/// matmul precision (a host's set_float32_matmul_precision("medium") makes it bf16), which
+/// MKL's path does not, so then it stays off. No autograd: the op has no backward.
 bool use_onednn(const torch::Tensor& x) {
-  return t_onednn_linear && x.scalar_type() == torch::kFloat && x.device().is_cpu() &&
-         !x.requires_grad() && onednn_op() != nullptr;
+  if (!t_onednn_linear || x.scalar_type() != torch::kFloat || !x.device().is_cpu() ||
+      x.requires_grad() || onednn_op() == nullptr)
+    return false;
+  if (!c10::InferenceMode::is_enabled() && at::GradMode::is_enabled()) return false;
+  const auto p = at::globalContext().float32Precision(at::Float32Backend::MKLDNN, at::Float32Op::MATMUL);
+  return p != at::Float32Precision::TF32 && p != at::Float32Precision::BF16 &&
+         p != at::Float32Precision::BF16X9;
 }
 
 torch::Tensor onednn_linear(const torch::nn::Linear& m, const torch::Tensor& x, bool gelu) {
@@ -38,6 +52,7 @@ torch::Tensor onednn_linear(const torch::nn::Linear& m, const torch::Tensor& x, 
   s.emplace_back(c10::List<std::optional<at::Scalar>>());
   s.emplace_back(gelu ? c10::IValue(std::string("none")) : c10::IValue(std::string("")));
   onednn_op()->callBoxed(s);
+  g_onednn_calls.fetch_add(1, std::memory_order_relaxed);
   return s.back().toTensor();
 }
 }  // namespace
@@ -46,6 +61,7 @@ OnednnLinearScope::OnednnLinearScope(bool on) : previous_(t_onednn_linear) { t_o
 OnednnLinearScope::~OnednnLinearScope() { t_onednn_linear = previous_; }
 bool onednn_linear_available() { return onednn_op() != nullptr; }
 bool onednn_linear_active(const torch::Tensor& x) { return use_onednn(x); }
+uint64_t onednn_linear_calls() { return g_onednn_calls.load(std::memory_order_relaxed); }
 
 torch::Tensor linear(const torch::nn::Linear& m, const torch::Tensor& x) {
   if (use_onednn(x)) return onednn_linear(m, x, false);

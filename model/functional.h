@@ -4,6 +4,8 @@
 #pragma once
 
 #include <torch/nn/modules/linear.h>
+
+#include <cstdint>
 #include <torch/types.h>
 
 namespace corridorkey::model::functional {
@@ -23,7 +25,7 @@ torch::Tensor linear_gelu(const torch::nn::Linear& m, const torch::Tensor& x);
 /// instead of at::linear, whose float32 GEMM is MKL's. On a 2-core AMD EPYC Zen 5 the
 /// encoder's Linear shapes ran 1.2-2.6x faster through oneDNN (65536x448x112: 45.7 -> 17.7
 /// ms; 16384x448x1344 + GELU: 174 -> 74 ms); MKL is Intel's own and may win on Intel CPUs,
-/// so the measured plan chooses (tune_plan.cpp, "linear_kernel"). Same products and sums in
+/// so the measured plan chooses (tune_plan.cpp, decision "onednn_linear"). Same products and sums in
 /// another order: within float32 rounding (test_functional.cpp). A no-op where LibTorch
 /// has no oneDNN (onednn_linear_available()). Nests.
 class OnednnLinearScope {
@@ -38,8 +40,12 @@ class OnednnLinearScope {
 };
 /// Whether this LibTorch has oneDNN's matmul op (mkldnn::_linear_pointwise).
 bool onednn_linear_available();
-/// Whether linear(m, x) would run through oneDNN here (a scope is on, x float32 on a CPU).
+/// Whether linear(m, x) would run through oneDNN here: a scope is on, x is float32 on a
+/// CPU, no autograd, and the process-wide float32 matmul precision is IEEE (not TF32/BF16).
 bool onednn_linear_active(const torch::Tensor& x);
+/// Linear layers run through oneDNN in this process so far (all threads): tests observe the
+/// path taken with it.
+uint64_t onednn_linear_calls();
 
 /// Hiera "unroll": [B, H*W, C] raster tokens -> [B, H*W, C] with `levels` rounds of
 /// stride-(sy,sx) patches moved outward, so that after 3 rounds of 2x2 the mask-unit

@@ -300,8 +300,13 @@ TEST_CASE("the plan times float32 Linear layers through oneDNN against MKL and k
   for (size_t i = 0; i < hint.size(); ++i) hint[i] = static_cast<uint8_t>(i % 200 < 100 ? 0 : 255);
   const ImageView pv{plate.data(), 200, 120, 3, PixelType::UInt8, 0};
   const ImageView hv{hint.data(), 200, 120, 1, PixelType::UInt8, 0};
+  using corridorkey::model::functional::onednn_linear_calls;
+  auto calls = onednn_linear_calls();
   const auto a = slow_onednn.process_frame(pv, hv);
+  CHECK(onednn_linear_calls() == calls);  // MKL chosen: no oneDNN call
+  calls = onednn_linear_calls();
   const auto b = slow_mkl.process_frame(pv, hv);
+  CHECK(onednn_linear_calls() > calls);  // oneDNN chosen: the runner applied it
   double worst = 0;
   for (size_t i = 0; i < a.alpha.pixels.size(); ++i)
     worst = std::max(worst, static_cast<double>(std::abs(a.alpha.pixels[i] - b.alpha.pixels[i])));
@@ -309,8 +314,22 @@ TEST_CASE("the plan times float32 Linear layers through oneDNN against MKL and k
   CHECK(worst <= 1e-4);
 
   // An explicit value wins over the plan.
-  o.onednn_linear = AutoSwitch::Off;
-  OptimizedEngine off(o);
+  auto off_opt = o;
+  off_opt.onednn_linear = AutoSwitch::Off;
+  OptimizedEngine off(off_opt);
   CHECK(decision(off.info(), "onednn_linear").source == "flag");
   CHECK(decision(off.info(), "onednn_linear").value == "false");
+
+  // Per engine on one Model whose plan chose oneDNN: `false` runs MKL and says so.
+  auto model = Model::load(o);  // the cached plan: oneDNN
+  auto on_model = create_engine(model, o);
+  CHECK(decision(on_model->info(), "onednn_linear").value == "true");
+  auto mkl_engine = create_engine(model, off_opt);
+  CHECK(decision(mkl_engine->info(), "onednn_linear").value == "false");
+  CHECK(decision(mkl_engine->info(), "onednn_linear").source == "flag");
+  calls = onednn_linear_calls();
+  (void)mkl_engine->process_frame(pv, hv);
+  CHECK(onednn_linear_calls() == calls);
+  (void)on_model->process_frame(pv, hv);
+  CHECK(onednn_linear_calls() > calls);
 }

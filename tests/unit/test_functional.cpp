@@ -136,3 +136,36 @@ TEST_CASE("float32 Linear through oneDNN equals at::linear to float32 rounding",
     if (s.in > 3) CHECK(ck_test::max_abs_diff(at::gelu(want, "tanh"), want_gelu) > 1e-4);
   }
 }
+
+TEST_CASE("encoder blocks with their Linear layers through oneDNN, whole and token-chunked",
+          "[unit]") {
+  // The block's paths that call the Linear layers: whole rows (qkv, proj, MLP with fused
+  // GELU) and token chunks (qkv copied into its slice). Against the MKL path: fp32 rounding.
+  if (!F::onednn_linear_available()) {
+    WARN("SKIPPED: this LibTorch has no oneDNN matmul");
+    return;
+  }
+  namespace M = corridorkey::model;
+  torch::manual_seed(5);
+  M::BlockSpec global{448, 448, 8, 1, 0, false, 1792};
+  M::HieraBlock blk(global);
+  blk->chunk_always = true;
+  blk->eval();
+  const auto x = torch::randn({1, 512, global.dim});
+  {
+    F::OnednnLinearScope on(true);
+    CHECK_FALSE(F::onednn_linear_active(x));  // autograd on: the op has no backward
+  }
+  torch::NoGradGuard ng;
+  const auto mkl = blk->forward(x);
+  const double scale = 1.0 + mkl.abs().max().item<double>();
+  for (int64_t chunk : {int64_t{0}, int64_t{200}}) {
+    blk->token_chunk = chunk;
+    const auto calls = F::onednn_linear_calls();
+    F::OnednnLinearScope on(true);
+    const auto got = blk->forward(x);
+    INFO("chunk " << chunk);
+    CHECK(F::onednn_linear_calls() > calls);  // the oneDNN path really ran
+    CHECK(ck_test::max_abs_diff(mkl, got) <= 1e-5 * scale);
+  }
+}

@@ -82,8 +82,10 @@ struct EngineOptions {
   /// first one) instead of at::linear's MKL GEMM: within float32 rounding (test_functional,
   /// test_tune). Auto: the measured plan times both on one encoder block per stage shape and
   /// keeps the faster (oneDNN ran the encoder's Linear shapes 1.2-2.6x faster on an AMD
-  /// EPYC Zen 5; MKL may win on Intel); with tune off, Auto means off. Other precisions and
-  /// devices: no effect (bf16 Linear already runs through oneDNN).
+  /// EPYC Zen 5; MKL may win on Intel); with tune off, Auto means off. Per engine: engines
+  /// on one Model may differ. No effect in other precisions, under mixed_precision, on other
+  /// devices (bf16 Linear already runs through oneDNN), or when the process's float32 matmul
+  /// precision is not IEEE (oneDNN would then compute in bf16 / tf32).
   AutoSwitch onednn_linear = AutoSwitch::Off;
   /// Decoder heads without the 1024-channel concatenation (linear_fuse folded into the
   /// per-scale projections, 256 channels resized per scale): ~4x less decoder memory,

@@ -46,6 +46,18 @@ BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineOptions& aske
   // The size is the engine's: at another one than the Model's it holds its own pos_embed.
   TunePlan plan;
   auto size = detail::engine_size_on(*model, run_opt, asked, plan, info.notes);
+  // onednn_linear is an engine's own: `auto` takes the plan's choice (timed at this size,
+  // or the Model's), an explicit value wins and the report says so.
+  {
+    const auto* d = plan.find("onednn_linear");
+    if (run_opt.onednn_linear == AutoSwitch::Auto) {
+      run_opt.onednn_linear = d && d->value == "true" ? AutoSwitch::On : AutoSwitch::Off;
+    } else if (d && d->value != to_string(run_opt.onednn_linear)) {
+      auto& ds = plan.decisions;
+      for (auto& x : ds)
+        if (x.option == "onednn_linear") x = {"onednn_linear", to_string(run_opt.onednn_linear), "flag", "", {}};
+    }
+  }
   detail::rethrow_torch("preparing the engine", [&] {
     runner = std::make_unique<detail::ModelRunner>(M.net, run_opt, info.notes, std::move(size));
   });

@@ -155,8 +155,10 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
   }
   // An engine at its own size runs the kernels timed at that size, not the shared flags.
   model::NativeAttentionScope kernels(size_.img_size > 0 ? &native_ : nullptr);
-  // float32 Linear layers through oneDNN where asked or the plan timed it faster.
-  model::functional::OnednnLinearScope linear(opt_.onednn_linear == AutoSwitch::On);
+  // float32 Linear layers through oneDNN where asked or the plan timed it faster; never
+  // under autocast (the op has no autocast kernel: it would run the matmuls in float32).
+  model::functional::OnednnLinearScope linear(opt_.onednn_linear == AutoSwitch::On && !autocast_ &&
+                                              weight_dtype_ == torch::kFloat);
   auto r = net_->forward(x, fo);
   out.alpha = r.alpha.to(torch::kFloat);
   out.fg = r.fg.to(torch::kFloat);

@@ -30,6 +30,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <limits>
 #include <locale>
 #include <sstream>
 #include <thread>
@@ -345,6 +346,17 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
                                  !opt.mixed_precision && kernels::native_attention_f32_available();
     const bool linear_open = opt.onednn_linear == AutoSwitch::Auto && !opt.mixed_precision &&
                              model::functional::onednn_linear_available();
+    // A float32 stage-3 block with its Linear layers through oneDNN; +inf where that cannot
+    // run (the choice below then records why).
+    auto onednn_block3 = [&](bool native) {
+      try {
+        model::functional::OnednnLinearScope on(true);
+        return tr.block(sh.stage3, sh.tokens3, torch::kFloat, native,
+                        native ? "float32 native onednn" : "float32 sdpa onednn");
+      } catch (const std::exception&) {
+        return std::numeric_limits<double>::infinity();
+      }
+    };
     // Native attention per global stage, in bf16 (the kernel is bf16-only).
     bool native16_3 = false, native32_3 = false;  // the faster stage-3 kernel per precision
     auto native_decisions = [&](std::vector<TuneDecision>& out, double& best_blk3) {
@@ -399,11 +411,7 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
             }
             // float32 with its faster Linear GEMM too (oneDNN ran a float32 frame in 0.72x
             // MKL's time on a Zen 5), so bfloat16 is weighed against the float32 that runs.
-            if (!bf16 && linear_open && sh.has_global) {
-              model::functional::OnednnLinearScope on(true);
-              blk3 = std::min(blk3, tr.block(sh.stage3, sh.tokens3, dt, native32_3,
-                                             native32_3 ? "float32 native onednn" : "float32 sdpa onednn"));
-            }
+            if (!bf16 && linear_open && sh.has_global) blk3 = std::min(blk3, onednn_block3(native32_3));
             e = tr.frame_estimate(blk3, dec, ref);
           }
         }
@@ -421,11 +429,7 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
         if (sh.has_global) {  // each with the kernel it would run
           b32 = tr.block(sh.stage3, sh.tokens3, torch::kFloat, native32_3,
                          native32_3 ? "float32 native" : "float32 sdpa");
-          if (linear_open) {
-            model::functional::OnednnLinearScope on(true);
-            b32 = std::min(b32, tr.block(sh.stage3, sh.tokens3, torch::kFloat, native32_3,
-                                         native32_3 ? "float32 native onednn" : "float32 sdpa onednn"));
-          }
+          if (linear_open) b32 = std::min(b32, onednn_block3(native32_3));
           b16 = tr.block(sh.stage3, sh.tokens3, torch::kBFloat16, native16_3,
                          native16_3 ? "bfloat16 native" : "bfloat16 sdpa");
         }
@@ -471,17 +475,24 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
       };
       const auto& st = cfg.encoder.stages;
       double onednn = 0, mkl = 0;
-      for (size_t i : {size_t{0}, size_t{2}}) {
-        if (sh.stage_tokens[i] == 0) continue;
-        double w = 0;
-        for (size_t j = i; j < i + 2 && j < st.size(); ++j) w += static_cast<double>(st[j]);
-        mkl += w * tr.block(sh.stage[i], sh.stage_tokens[i], torch::kFloat, native_at(i), "float32 mkl");
-        model::functional::OnednnLinearScope on(true);
-        onednn += w * tr.block(sh.stage[i], sh.stage_tokens[i], torch::kFloat, native_at(i), "float32 onednn");
+      try {  // a oneDNN that cannot run here costs this choice only, not the whole plan
+        for (size_t i : {size_t{0}, size_t{2}}) {
+          if (sh.stage_tokens[i] == 0) continue;
+          double w = 0;
+          for (size_t j = i; j < i + 2 && j < st.size(); ++j) w += static_cast<double>(st[j]);
+          mkl += w * tr.block(sh.stage[i], sh.stage_tokens[i], torch::kFloat, native_at(i), "float32 mkl");
+          model::functional::OnednnLinearScope on(true);
+          onednn += w * tr.block(sh.stage[i], sh.stage_tokens[i], torch::kFloat, native_at(i), "float32 onednn");
+        }
+        if (mkl > 0)
+          plan.decisions.push_back({"onednn_linear", onednn < (1.0 - kMargin) * mkl ? "true" : "false",
+                                    "plan", "", {{"onednn", onednn}, {"mkl", mkl}}});
+      } catch (const std::exception& e) {
+        const auto* ce = dynamic_cast<const c10::Error*>(&e);
+        std::string m = ce ? ce->what_without_backtrace() : e.what();
+        plan.decisions.push_back({"onednn_linear", "false", "only",
+                                  "its trial failed: " + m.substr(0, m.find('\n')).substr(0, 160), {}});
       }
-      if (mkl > 0)
-        plan.decisions.push_back({"onednn_linear", onednn < (1.0 - kMargin) * mkl ? "true" : "false",
-                                  "plan", "", {{"onednn", onednn}, {"mkl", mkl}}});
     }
     if (opt.tiled_refiner == RefinerTiling::Auto && cfg.img_size > opt.tile_size &&
         whole_fits(dtype_of(precision))) {
