@@ -224,13 +224,14 @@ EngineSize engine_size_on(const Model& model, EngineOptions& o, const EngineOpti
   po.onednn_linear = asked.onednn_linear;
   po.tune = M.requested.tune;
   const torch::Device device(M.device);
-  if (M.plan.origin != "off")
+  s.native = M.net->native;  // the flag rules, where the Model's plan timed nothing
+  if (M.plan.origin != "off") {
     rethrow_torch("timing the plan at img_size " + std::to_string(cfg.img_size),
                   [&] { plan = resolve_plan(po, cfg, device, notes); });
-  s.native = planned_native(po, M.plan.origin != "off" ? &plan : nullptr);
-  if (M.plan.origin == "off") s.native = M.net->native;
+    s.native = planned_native(po, &plan);
+    o.onednn_linear = po.onednn_linear;
+  }
   o.tiled_refiner = po.tiled_refiner;
-  if (M.plan.origin != "off") o.onednn_linear = po.onednn_linear;
   note(notes, "img_size " + std::to_string(s.img_size) +
                   (s.encoder_size != s.img_size ? " (backbone " + std::to_string(s.encoder_size) + ")" : "") +
                   " on a Model loaded at " + std::to_string(M.img_size) + ": this engine uses " + held +
