@@ -1,5 +1,6 @@
 #include "refiner.h"
 
+#include "conv.h"
 #include "group_norm_apply.h"
 
 #include <torch/nn/modules/activation.h>
@@ -19,8 +20,8 @@ RefinerBlockImpl::RefinerBlockImpl(int64_t ch, int64_t groups, int64_t d) {
 }
 
 torch::Tensor RefinerBlockImpl::forward(const torch::Tensor& x) {
-  auto out = torch::relu(gn1->forward(conv1->forward(x)));
-  out = gn2->forward(conv2->forward(out));
+  auto out = torch::relu(gn1->forward(functional::conv2d(conv1, x)));
+  out = gn2->forward(functional::conv2d(conv2, out));
   return torch::relu(out + x);
 }
 
@@ -59,8 +60,8 @@ torch::Tensor CNNRefinerImpl::forward_fused(const torch::Tensor& x) {
   auto f = norm(torch::nn::GroupNorm(stem->ptr<torch::nn::GroupNormImpl>(1)),
                 stem->ptr<torch::nn::Conv2dImpl>(0)->forward(x), std::nullopt, true);
   for (auto& r : res) {
-    auto h = norm(r->gn1, r->conv1->forward(f), std::nullopt, true);
-    f = norm(r->gn2, r->conv2->forward(h), f, true);
+    auto h = norm(r->gn1, functional::conv2d(r->conv1, f), std::nullopt, true);
+    f = norm(r->gn2, functional::conv2d(r->conv2, h), f, true);
   }
   return final->forward(f) * kOutputScale;
 }

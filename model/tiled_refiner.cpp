@@ -1,5 +1,7 @@
 #include "tiled_refiner.h"
 
+#include "conv.h"
+
 #include "group_norm_apply.h"
 #include "group_norm_cpu.h"
 
@@ -46,8 +48,8 @@ void zero_outside(torch::Tensor& a, const Tile& t, int64_t h, int64_t H, int64_t
 }
 
 torch::Tensor conv_valid(const torch::nn::Conv2d& conv, const torch::Tensor& x, int64_t d) {
-  const std::vector<int64_t> stride{1, 1}, padding{0, 0}, dilation{d, d};
-  return at::conv2d(x, conv->weight, conv->bias, stride, padding, dilation);
+  TORCH_CHECK(conv->options.dilation()->at(0) == d, "tiled refiner: dilation ", d, " is not the conv's");
+  return functional::conv2d(conv, x, 0);  // Winograd inside a WinogradConvScope (model/conv.h)
 }
 
 /// Image-global GroupNorm statistics merged over tiles (Chan et al. parallel variance):

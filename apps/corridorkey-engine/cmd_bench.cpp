@@ -173,8 +173,13 @@ void add_bench(CLI::App& app, int& exit_code) {
         if (!r.info.tune.decisions.empty()) {
           const auto* d = r.info.tune.find("model_precision");
           const auto* lin = r.info.tune.find("onednn_linear");  // float32 CPU runs only
+          const auto* wc = r.info.tune.find("winograd_conv");  // float32 CPU runs only
           const std::string linear =
-              lin ? std::string(", linear ") + (lin->value == "true" ? "oneDNN" : "MKL") + " (" + lin->source + ")" : "";
+              (lin ? std::string(", linear ") + (lin->value == "true" ? "oneDNN" : "MKL") + " (" + lin->source + ")"
+                   : std::string()) +
+              (wc ? std::string(", refiner convs ") + (wc->value == "true" ? "Winograd" : "direct") + " (" +
+                        wc->source + ")"
+                  : std::string());
           std::printf("%-30s ran: precision %s (%s), attention %s%s, refiner %s%s\n", "",
                       r.precision.c_str(), d ? d->source.c_str() : "flag", r.info.attention.c_str(),
                       linear.c_str(), r.info.refiner.c_str(),

@@ -50,10 +50,12 @@ void add_tune(CLI::App& app, int& exit_code) {
     std::printf("cache: %s\nkey: %s\n", p.cache_path.c_str(), p.key.c_str());
     std::printf("%s", p.summary().c_str());
     const auto* lin = p.find("onednn_linear");  // float32 CPU runs only
-    std::printf("runs: precision %s, attention %s%s, refiner %s\n", i.precision.c_str(),
+    const auto* wc = p.find("winograd_conv");  // float32 CPU runs only
+    std::printf("runs: precision %s, attention %s%s, refiner %s%s\n", i.precision.c_str(),
                 i.attention.c_str(),
                 lin ? (lin->value == "true" ? ", Linear layers through oneDNN" : ", Linear layers through MKL") : "",
-                i.refiner.c_str());
+                i.refiner.c_str(),
+                wc ? (wc->value == "true" ? ", convolutions by Winograd" : ", convolutions direct (oneDNN)") : "");
     exit_code = kOk;
   });
 }

@@ -6,6 +6,8 @@
 #include "attention_cpu.h"
 #include "attention_f32_cpu.h"
 #include "upsample_add_cpu.h"
+#include "winograd_conv_cpu.h"
+#include "model/conv.h"
 #include "model/functional.h"
 #include "support/support.h"
 
@@ -261,4 +263,94 @@ TEST_CASE("fused bilinear upsample-add equals interpolate + add_ to float32 roun
       CHECK(err <= 1e-6 * (1.0 + want.abs().max().item<double>()));
     }
   }
+}
+
+TEST_CASE("Winograd F(2x2,3x3) convolution matches float64 as closely as oneDNN's direct one", "[unit]") {
+  namespace F = corridorkey::model::functional;
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    std::cout << "SKIPPED: no AVX2 + FMA on this CPU; the kernel is not used\n";
+    CHECK_FALSE(K::winograd_conv_f32_available());
+    return;
+  }
+  REQUIRE(K::winograd_conv_f32_available());
+  if (__builtin_cpu_supports("avx512f")) CHECK(K::winograd_conv_f32_isa() == "avx512");
+  // The refiner's convolutions: 64 -> 64 at dilations 1, 2, 4, 8 with padding = dilation
+  // (whole image) and 0 (the tiler's halo regions); odd sizes (partial 2x2 tiles, taps in
+  // the padding), two images, 16 -> 16 (tiny / small models), 32 -> 80 (both GEMM widths),
+  // no bias, and maps smaller than one dilated tile.
+  struct Case {
+    int64_t n, cin, cout, h, w, d, pad;
+    bool bias;
+  };
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  torch::Tensor first;  // AVX2 and AVX-512 give the same bits: kept from the first variant
+  std::vector<torch::Tensor> outs[2];
+  int variant = 0;
+  for (const std::string isa : {"avx2", "avx512"}) {
+    if (!K::winograd_conv_f32_use_isa(isa)) {
+      std::cout << "SKIPPED the " << isa << " variant: not available on this CPU\n";
+      CHECK((isa == "avx512" && !__builtin_cpu_supports("avx512f")));
+      ++variant;
+      continue;
+    }
+    INFO("variant " << isa);
+    torch::manual_seed(7);
+    for (const Case c : {Case{1, 64, 64, 64, 64, 1, 1, true}, Case{1, 64, 64, 37, 45, 2, 2, true},
+                         Case{1, 64, 64, 41, 39, 4, 4, true}, Case{2, 64, 64, 35, 50, 8, 8, true},
+                         Case{1, 64, 64, 30, 31, 8, 0, true}, Case{1, 64, 64, 13, 9, 1, 0, true},
+                         Case{1, 16, 16, 23, 17, 2, 2, true}, Case{1, 32, 80, 19, 21, 1, 1, false},
+                         Case{1, 16, 32, 3, 5, 4, 4, true}, Case{1, 16, 16, 1, 1, 1, 1, true}}) {
+      INFO("n " << c.n << " " << c.cin << " -> " << c.cout << " " << c.h << "x" << c.w << " dilation " << c.d
+                << " pad " << c.pad << " bias " << c.bias);
+      torch::nn::Conv2d conv(torch::nn::Conv2dOptions(c.cin, c.cout, 3).padding(c.d).dilation(c.d).bias(c.bias));
+      const auto x = torch::randn({c.n, c.cin, c.h, c.w}).contiguous(cl);
+      const auto b = c.bias ? conv->bias.to(torch::kDouble) : torch::Tensor();
+      const auto truth = at::conv2d(x.to(torch::kDouble), conv->weight.to(torch::kDouble), b, 1, c.pad, c.d);
+      const auto direct = at::conv2d(x, conv->weight, conv->bias, 1, c.pad, c.d);
+      const auto calls = K::winograd_conv_f32_calls();
+      torch::Tensor ours;
+      {
+        F::WinogradConvScope on(true);
+        REQUIRE(F::winograd_conv_active(conv, x));
+        ours = F::conv2d(conv, x, c.pad);
+      }
+      REQUIRE(K::winograd_conv_f32_calls() == calls + 1);  // the kernel ran, not a fallback
+      REQUIRE(ours.sizes() == truth.sizes());
+      CHECK(ours.is_contiguous(cl));
+      const double e_ours = ck_test::max_abs_diff(ours, truth), e_direct = ck_test::max_abs_diff(direct, truth);
+      const double scale = truth.abs().max().item<double>();
+      INFO("max abs error: Winograd " << e_ours << ", direct " << e_direct << ", output scale " << scale);
+      CHECK(std::isfinite(e_ours));  // NaN: an output pixel never written
+      CHECK(e_ours <= 4 * e_direct + 1e-6 * scale);
+      CHECK(e_ours <= 2e-6 * scale);
+      outs[variant].push_back(ours);
+    }
+    ++variant;
+  }
+  REQUIRE(K::winograd_conv_f32_use_isa("auto"));
+  if (!outs[0].empty() && !outs[1].empty())
+    for (size_t i = 0; i < outs[0].size(); ++i) CHECK(torch::equal(outs[0][i], outs[1][i]));
+
+  // What it does not take stays with at::conv2d, bit for bit: outside a scope, NCHW input,
+  // 7 input channels (the stem), a stride, groups, bfloat16.
+  const auto calls = K::winograd_conv_f32_calls();
+  torch::nn::Conv2d conv(torch::nn::Conv2dOptions(16, 16, 3).padding(1));
+  const auto x = torch::randn({1, 16, 20, 20});
+  CHECK(torch::equal(F::conv2d(conv, x.contiguous(cl)), conv->forward(x.contiguous(cl))));
+  {
+    F::WinogradConvScope on(true);
+    CHECK(torch::equal(F::conv2d(conv, x), conv->forward(x)));
+    torch::nn::Conv2d stem(torch::nn::Conv2dOptions(7, 16, 3).padding(1));
+    const auto x7 = torch::randn({1, 7, 20, 20}).contiguous(cl);
+    CHECK(torch::equal(F::conv2d(stem, x7), stem->forward(x7)));
+    torch::nn::Conv2d strided(torch::nn::Conv2dOptions(16, 16, 3).padding(1).stride(2));
+    CHECK(torch::equal(F::conv2d(strided, x.contiguous(cl)), strided->forward(x.contiguous(cl))));
+    torch::nn::Conv2d grouped(torch::nn::Conv2dOptions(16, 16, 3).padding(1).groups(2));
+    CHECK(torch::equal(F::conv2d(grouped, x.contiguous(cl)), grouped->forward(x.contiguous(cl))));
+    torch::nn::Conv2d half(torch::nn::Conv2dOptions(16, 16, 3).padding(1));
+    half->to(torch::kBFloat16);
+    const auto xb = x.to(torch::kBFloat16).contiguous(cl);
+    CHECK(torch::equal(F::conv2d(half, xb), half->forward(xb)));
+  }
+  CHECK(K::winograd_conv_f32_calls() == calls);
 }

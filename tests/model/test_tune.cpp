@@ -12,7 +12,9 @@
 
 #include "attention_cpu.h"
 #include "attention_f32_cpu.h"
+#include "model/conv.h"
 #include "model/functional.h"
+#include "winograd_conv_cpu.h"
 #include "runtime/tune_cache.h"
 #include "runtime/tune_plan.h"
 #include "support/support.h"
@@ -332,4 +334,95 @@ TEST_CASE("the plan times float32 Linear layers through oneDNN against MKL and k
   CHECK(onednn_linear_calls() == calls);
   (void)on_model->process_frame(pv, hv);
   CHECK(onednn_linear_calls() > calls);
+}
+
+TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against oneDNN and keeps the faster",
+          "[model][tune]") {
+  if (!corridorkey::model::functional::winograd_conv_available()) {
+    std::cout << "SKIPPED: no AVX2 + FMA on this CPU: the Winograd kernel does not run\n";
+    return;
+  }
+  CacheFile cache;
+  auto o = tuned();
+  o.model_precision = Precision::Float32;
+  corridorkey::detail::inject_trial_delay("winograd", 400);
+  OptimizedEngine slow_winograd(o);
+  CHECK(decision(slow_winograd.info(), "winograd_conv").value == "false");
+  CHECK(decision(slow_winograd.info(), "winograd_conv").source == "plan");
+  CHECK(slow_winograd.options().winograd_conv == AutoSwitch::Auto);  // as asked
+
+  corridorkey::detail::inject_trial_delay("", 0);
+  corridorkey::detail::inject_trial_delay("direct", 400);
+  OptimizedEngine slow_direct(o);
+  const auto& d = decision(slow_direct.info(), "winograd_conv");
+  CHECK(d.value == "true");
+  CHECK(d.times_ms.size() == 2);
+  CHECK(d.times_ms[0].first == "winograd");
+
+  // The same frame both ways: within float32 rounding (the engine's fp32 bound, 1e-4).
+  std::vector<uint8_t> plate(200 * 120 * 3), hint(200 * 120);
+  for (size_t i = 0; i < plate.size(); ++i) plate[i] = static_cast<uint8_t>((i * 37) % 251);
+  for (size_t i = 0; i < hint.size(); ++i) hint[i] = static_cast<uint8_t>(i % 200 < 100 ? 0 : 255);
+  const ImageView pv{plate.data(), 200, 120, 3, PixelType::UInt8, 0};
+  const ImageView hv{hint.data(), 200, 120, 1, PixelType::UInt8, 0};
+  using corridorkey::kernels::winograd_conv_f32_calls;
+  auto calls = winograd_conv_f32_calls();
+  const auto a = slow_winograd.process_frame(pv, hv);
+  CHECK(winograd_conv_f32_calls() == calls);  // direct chosen: no Winograd call
+  calls = winograd_conv_f32_calls();
+  const auto b = slow_direct.process_frame(pv, hv);
+  CHECK(winograd_conv_f32_calls() >= calls + 8);  // Winograd chosen: the refiner's eight convolutions
+  double worst = 0, moved = 0;
+  for (size_t i = 0; i < a.alpha.pixels.size(); ++i) {
+    const double e = std::abs(a.alpha.pixels[i] - b.alpha.pixels[i]);
+    worst = std::max(worst, e);
+    moved += e;
+  }
+  INFO("alpha max |direct - winograd| = " << worst);
+  CHECK(worst <= 1e-4);
+  CHECK(moved > 0);  // another summation: not the same bits, so the path really differed
+
+  // The tiled refiner takes the same path (its halo regions, padding 0).
+  auto tiled_opt = o;
+  tiled_opt.tiled_refiner = RefinerTiling::On;
+  tiled_opt.winograd_conv = AutoSwitch::On;
+  OptimizedEngine tiled(tiled_opt);
+  CHECK(decision(tiled.info(), "winograd_conv").source == "flag");
+  calls = winograd_conv_f32_calls();
+  const auto t = tiled.process_frame(pv, hv);
+  CHECK(winograd_conv_f32_calls() > calls + 8);
+  double worst_tiled = 0;
+  for (size_t i = 0; i < a.alpha.pixels.size(); ++i)
+    worst_tiled = std::max(worst_tiled, static_cast<double>(std::abs(a.alpha.pixels[i] - t.alpha.pixels[i])));
+  INFO("alpha max |direct whole - winograd tiled| = " << worst_tiled);
+  CHECK(worst_tiled <= 1e-4);
+
+  // An explicit value wins over the plan.
+  auto off_opt = o;
+  off_opt.winograd_conv = AutoSwitch::Off;
+  OptimizedEngine off(off_opt);
+  CHECK(decision(off.info(), "winograd_conv").source == "flag");
+  CHECK(decision(off.info(), "winograd_conv").value == "false");
+
+  // Per engine on one Model whose plan chose Winograd: `false` runs oneDNN and says so.
+  auto model = Model::load(o);  // the cached plan: Winograd
+  auto on_model = create_engine(model, o);
+  CHECK(decision(on_model->info(), "winograd_conv").value == "true");
+  auto direct_engine = create_engine(model, off_opt);
+  CHECK(decision(direct_engine->info(), "winograd_conv").value == "false");
+  CHECK(decision(direct_engine->info(), "winograd_conv").source == "flag");
+  calls = winograd_conv_f32_calls();
+  (void)direct_engine->process_frame(pv, hv);
+  CHECK(winograd_conv_f32_calls() == calls);
+  (void)on_model->process_frame(pv, hv);
+  CHECK(winograd_conv_f32_calls() > calls);
+
+  // bfloat16 and channels_last=false never take it.
+  auto nchw = o;
+  nchw.channels_last = false;
+  nchw.winograd_conv = AutoSwitch::On;
+  OptimizedEngine nchw_engine(nchw);
+  calls = winograd_conv_f32_calls();
+  (void)nchw_engine.process_frame(pv, hv);
+  CHECK(winograd_conv_f32_calls() == calls);
 }

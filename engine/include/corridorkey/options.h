@@ -87,6 +87,14 @@ struct EngineOptions {
   /// devices (bf16 Linear already runs through oneDNN), or when the process's float32 matmul
   /// precision is not IEEE (oneDNN would then compute in bf16 / tf32).
   AutoSwitch onednn_linear = AutoSwitch::Off;
+  /// The refiner's eight 64 -> 64 float32 3x3 convolutions on a CPU by Winograd's F(2x2,
+  /// 3x3) (kernels/winograd_conv_cpu.h: 2.25x fewer multiplications) instead of oneDNN's
+  /// direct convolution: within float32 rounding (its error against float64 was 2.7e-6
+  /// against the direct one's 3.2-8.3e-6, test_kernels). Auto: the measured plan times one
+  /// refiner block both ways and keeps the faster; with tune off, Auto means off. Per engine.
+  /// Needs channels_last (the kernel reads channels-last maps) and AVX2 + FMA; no effect in
+  /// other precisions, under mixed_precision or on other devices.
+  AutoSwitch winograd_conv = AutoSwitch::Off;
   /// Decoder heads without the 1024-channel concatenation (linear_fuse folded into the
   /// per-scale projections, 256 channels resized per scale): ~4x less decoder memory,
   /// fp32 effect <= 1e-5 on alpha/fg.

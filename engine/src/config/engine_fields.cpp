@@ -71,6 +71,11 @@ std::vector<Field<O>> rows() {
       "onednn_linear", P, &O::onednn_linear, tri_state_names<AutoSwitch>(),
       "float32 CPU Linear layers through oneDNN's matmul instead of MKL's GEMM (within fp32 "
       "rounding): true, false, or auto = the measured plan times both"));
+  r.push_back(choice_row<O, AutoSwitch>(
+      "winograd_conv", P, &O::winograd_conv, tri_state_names<AutoSwitch>(),
+      "float32 CPU refiner convolutions by Winograd F(2x2,3x3) instead of oneDNN's direct "
+      "convolution (within fp32 rounding; needs channels_last): true, false, or auto = the "
+      "measured plan times both"));
   r.push_back(switch_row<O>("fused_decoder", P, &O::fused_decoder,
                             "decoders without the 1024-channel concat (linear_fuse folded)"));
   r.push_back(with_aliases(with_shortcuts(

@@ -46,16 +46,17 @@ BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineOptions& aske
   // The size is the engine's: at another one than the Model's it holds its own pos_embed.
   TunePlan plan;
   auto size = detail::engine_size_on(*model, run_opt, asked, plan, info.notes);
-  // onednn_linear is an engine's own: `auto` takes the plan's choice (timed at this size,
-  // or the Model's), an explicit value wins and the report says so.
-  {
-    const auto* d = plan.find("onednn_linear");
-    if (run_opt.onednn_linear == AutoSwitch::Auto) {
-      run_opt.onednn_linear = d && d->value == "true" ? AutoSwitch::On : AutoSwitch::Off;
-    } else if (d && d->value != to_string(run_opt.onednn_linear)) {
-      auto& ds = plan.decisions;
-      for (auto& x : ds)
-        if (x.option == "onednn_linear") x = {"onednn_linear", to_string(run_opt.onednn_linear), "flag", "", {}};
+  // onednn_linear and winograd_conv are an engine's own: `auto` takes the plan's choice
+  // (timed at this size, or the Model's), an explicit value wins and the report says so.
+  for (auto [name, field] : {std::pair{"onednn_linear", &EngineOptions::onednn_linear},
+                             std::pair{"winograd_conv", &EngineOptions::winograd_conv}}) {
+    const auto* d = plan.find(name);
+    AutoSwitch& v = run_opt.*field;
+    if (v == AutoSwitch::Auto) {
+      v = d && d->value == "true" ? AutoSwitch::On : AutoSwitch::Off;
+    } else if (d && d->value != to_string(v)) {
+      for (auto& x : plan.decisions)
+        if (x.option == name) x = {name, to_string(v), "flag", "", {}};
     }
   }
   detail::rethrow_torch("preparing the engine", [&] {

@@ -5,6 +5,7 @@
 
 #include <corridorkey/errors.h>
 
+#include "model/conv.h"
 #include "model/functional.h"
 #include "model/tiled_refiner.h"
 #include "runtime/memory.h"
@@ -159,6 +160,9 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
   // under autocast (the op has no autocast kernel: it would run the matmuls in float32).
   model::functional::OnednnLinearScope linear(opt_.onednn_linear == AutoSwitch::On && !autocast_ &&
                                               weight_dtype_ == torch::kFloat);
+  // The refiner's float32 convolutions by Winograd where asked or the plan timed it faster.
+  model::functional::WinogradConvScope winograd(opt_.winograd_conv == AutoSwitch::On && !autocast_ &&
+                                                weight_dtype_ == torch::kFloat);
   auto r = net_->forward(x, fo);
   out.alpha = r.alpha.to(torch::kFloat);
   out.fg = r.fg.to(torch::kFloat);

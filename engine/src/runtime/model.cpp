@@ -222,6 +222,7 @@ EngineSize engine_size_on(const Model& model, EngineOptions& o, const EngineOpti
   po.native_attention = M.requested.native_attention;
   po.tiled_refiner = asked.tiled_refiner;
   po.onednn_linear = asked.onednn_linear;
+  po.winograd_conv = asked.winograd_conv;
   po.tune = M.requested.tune;
   const torch::Device device(M.device);
   s.native = M.net->native;  // the flag rules, where the Model's plan timed nothing
@@ -230,6 +231,7 @@ EngineSize engine_size_on(const Model& model, EngineOptions& o, const EngineOpti
                   [&] { plan = resolve_plan(po, cfg, device, notes); });
     s.native = planned_native(po, &plan);
     o.onednn_linear = po.onednn_linear;
+    o.winograd_conv = po.winograd_conv;
   }
   o.tiled_refiner = po.tiled_refiner;
   note(notes, "img_size " + std::to_string(s.img_size) +

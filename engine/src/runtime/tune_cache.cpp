@@ -112,7 +112,8 @@ TunePlan plan_from(const json::Value& v, const std::string& key, const std::stri
                                                        t.value == "float16")) ||
                     ((t.option == "native_attention" || t.option == "native_attention.stage1" || t.option == "native_attention.stage2" ||
                       t.option == "native_attention.stage3" || t.option == "native_attention.stage4" ||
-                      t.option == "tiled_refiner" || t.option == "onednn_linear") && boolean);
+                      t.option == "tiled_refiner" || t.option == "onednn_linear" ||
+                      t.option == "winograd_conv") && boolean);
     CK_CHECK(ok, ModelError, path, ": plan '", json::printable(key, 80), "': decision ",
              json::printable(t.option, 40), " = ", json::printable(t.value, 40), " is not one this engine makes");
     if (const auto* tm = d.find("times_ms"); tm && tm->kind == json::Value::Kind::Object)

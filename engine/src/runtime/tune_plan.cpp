@@ -12,6 +12,7 @@
 #include "model/functional.h"
 #include "model/hiera.h"
 #include "model/json_reader.h"
+#include "model/conv.h"
 #include "model/refiner.h"
 #include "model/tiled_refiner.h"
 #include "runtime/memory.h"
@@ -31,6 +32,7 @@
 #include <map>
 #include <mutex>
 #include <limits>
+#include <optional>
 #include <locale>
 #include <sstream>
 #include <thread>
@@ -205,6 +207,12 @@ struct Trials {
     return time_ms(candidate, 1, 2, [&] { blk->forward(x); });
   }
 
+  /// refiner_block in float32 with its convolutions by Winograd (model/conv.h).
+  double refiner_block_winograd(const std::string& candidate) const {
+    model::functional::WinogradConvScope on(true);
+    return refiner_block(torch::kFloat, candidate);
+  }
+
   /// Milliseconds per frame, extrapolated from the block trials by how often each block
   /// runs in a forward: every encoder block as the stage-3 block (16 of base_plus's 24
   /// blocks are such blocks, and they dominate its FLOPs), two decoder heads, and the
@@ -268,7 +276,7 @@ std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg
   // not reused. "plan 4": each precision's estimate and check time it with its own faster
   // attention kernel (plan 3 compared bf16's best with float32's SDPA, then checked both
   // with SDPA, and kept float32 at 2048 on a Zen 5 where bfloat16 ran 4x faster).
-  k << "engine " << CORRIDORKEY_VERSION_STRING << "; plan 5; torch " << TORCH_VERSION << "; "
+  k << "engine " << CORRIDORKEY_VERSION_STRING << "; plan 6; torch " << TORCH_VERSION << "; "
     << (device.is_cpu() ? cpu_identity() : device.str()) << "; threads " << at::get_num_threads()
     << "; " << cfg.arch << " " << e.embed_dim << "/" << e.num_heads << "/";
   for (size_t i = 0; i < e.stages.size(); ++i) k << (i ? "-" : "") << e.stages[i];
@@ -279,7 +287,7 @@ std::string plan_key(const EngineOptions& o, const model::GreenFormerConfig& cfg
     << "; tiled " << to_string(o.tiled_refiner) << " " << o.tile_size << "; flash "
     << o.flash_attention << " fused-dec " << o.fused_decoder << " fused-ref " << o.fused_refiner
     << " channels-last " << o.channels_last << " routing " << o.token_routing
-    << " onednn-linear " << to_string(o.onednn_linear);
+    << " onednn-linear " << to_string(o.onednn_linear) << " winograd " << to_string(o.winograd_conv);
   if (o.token_chunk > 0) k << " chunk " << o.token_chunk;  // absent at 0: older keys stay valid
   return k.str();
 }
@@ -320,6 +328,7 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
     if (opt.model_precision == Precision::Auto && cpu) opt.model_precision = p;
     if (opt.native_attention == AutoSwitch::Auto) opt.native_attention = AutoSwitch::On;
     if (opt.onednn_linear == AutoSwitch::Auto) opt.onednn_linear = AutoSwitch::Off;  // LibTorch's default
+    if (opt.winograd_conv == AutoSwitch::Auto) opt.winograd_conv = AutoSwitch::Off;  // LibTorch's conv
     return plan;
   }
 
@@ -346,6 +355,24 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
                                  !opt.mixed_precision && kernels::native_attention_f32_available();
     const bool linear_open = opt.onednn_linear == AutoSwitch::Auto && !opt.mixed_precision &&
                              model::functional::onednn_linear_available();
+    const bool winograd_open = opt.winograd_conv == AutoSwitch::Auto && !opt.mixed_precision &&
+                               opt.channels_last && model::functional::winograd_conv_available();
+    // The float32 refiner block both ways, timed once: for float32's precision estimate and
+    // for the winograd_conv choice. Winograd is +inf where it cannot run.
+    std::optional<double> ref32_direct, ref32_wino;
+    auto refiner32 = [&](bool winograd) {
+      auto& slot = winograd ? ref32_wino : ref32_direct;
+      if (!slot) {
+        try {
+          slot = winograd ? tr.refiner_block_winograd("float32 winograd")
+                          : tr.refiner_block(torch::kFloat, "float32 direct");
+        } catch (const std::exception&) {
+          if (!winograd) throw;
+          slot = std::numeric_limits<double>::infinity();
+        }
+      }
+      return *slot;
+    };
     // A float32 stage-3 block with its Linear layers through oneDNN; +inf where that cannot
     // run (the choice below then records why).
     auto onednn_block3 = [&](bool native) {
@@ -390,7 +417,9 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
         // float32's whole one: it cannot be chosen (emulated bf16 ran 3-5x slower on a Zen 3).
         const bool bf16 = cand == "bfloat16";
         auto over = [&](double partial) { return bf16 && partial >= est["float32"]; };
-        const double ref = tr.refiner_block(dt, cand);
+        // float32 with its faster refiner convolutions, as with its Linear layers below.
+        const double ref = bf16 ? tr.refiner_block(dt, cand)
+                                : (winograd_open ? std::min(refiner32(false), refiner32(true)) : refiner32(false));
         double e = tr.frame_estimate(0, 0, ref);
         if (!over(e)) {
           const double dec = tr.decoder(dt, cand);
@@ -423,7 +452,8 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
       // choice is cached and moves the matte, so a bf16 win is timed again and must hold.
       precision = est["bfloat16"] < (1.0 - kMargin) * est["float32"] ? "bfloat16" : "float32";
       if (precision == "bfloat16") {
-        const double r32 = tr.refiner_block(torch::kFloat, "float32");
+        double r32 = tr.refiner_block(torch::kFloat, "float32");
+        if (winograd_open) r32 = std::min(r32, tr.refiner_block_winograd("float32 winograd"));
         const double r16 = tr.refiner_block(torch::kBFloat16, "bfloat16");
         double b32 = 0, b16 = 0;
         if (sh.has_global) {  // each with the kernel it would run
@@ -494,8 +524,19 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
                                   "its trial failed: " + m.substr(0, m.find('\n')).substr(0, 160), {}});
       }
     }
+    // The refiner's float32 convolutions by Winograd or oneDNN's direct convolution: the
+    // same result within fp32 rounding, so the faster wins (one dilated block on a strip).
+    if (precision == "float32" && winograd_open) {
+      const double direct = refiner32(false), wino = refiner32(true);
+      plan.decisions.push_back({"winograd_conv", wino < (1.0 - kMargin) * direct ? "true" : "false", "plan", "",
+                                {{"winograd", wino}, {"direct", direct}}});
+    }
     if (opt.tiled_refiner == RefinerTiling::Auto && cfg.img_size > opt.tile_size &&
         whole_fits(dtype_of(precision))) {
+      // In the convolution the refiner will run: Winograd moves both sides, not equally.
+      const auto* wd = plan.find("winograd_conv");
+      model::functional::WinogradConvScope conv(precision == "float32" &&
+                                                (opt.winograd_conv == AutoSwitch::On || (wd && wd->value == "true")));
       const auto [whole, tiled] = tr.refiner_tiling(dtype_of(precision));
       // Both exact within fp32 rounding (<= 1e-4, tests): the faster wins, ties stay whole.
       plan.decisions.push_back({"tiled_refiner", tiled < (1.0 - kMargin) * whole ? "true" : "false",
@@ -551,6 +592,19 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
                                 {}});
   } else if (f32 && cpu) {
     plan.decisions.push_back({"onednn_linear", to_string(opt.onednn_linear), "flag", "", {}});
+  }
+  if (opt.winograd_conv == AutoSwitch::Auto) {
+    const auto* d = plan.find("winograd_conv");
+    opt.winograd_conv = d && d->value == "true" ? AutoSwitch::On : AutoSwitch::Off;
+    if (!d && f32 && cpu)
+      plan.decisions.push_back({"winograd_conv", "false", "only",
+                                !model::functional::winograd_conv_available()
+                                    ? "the Winograd kernel needs AVX2 + FMA, which this CPU lacks"
+                                : !opt.channels_last ? "needs channels_last"
+                                                     : "not timed",
+                                {}});
+  } else if (f32 && cpu) {
+    plan.decisions.push_back({"winograd_conv", to_string(opt.winograd_conv), "flag", "", {}});
   }
   if (opt.tiled_refiner == RefinerTiling::Auto) {
     const auto* t = plan.find("tiled_refiner");
