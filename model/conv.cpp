@@ -2,6 +2,7 @@
 
 #include "winograd_conv_cpu.h"
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
 
 #include <variant>
@@ -24,11 +25,18 @@ WinogradConvScope::~WinogradConvScope() { t_winograd = previous_; }
 bool winograd_conv_available() { return kernels::winograd_conv_f32_available(); }
 
 bool winograd_conv_active(const torch::nn::Conv2d& m, const torch::Tensor& x) {
-  if (!t_winograd || !x.defined() || x.dim() != 4 || x.scalar_type() != torch::kFloat || !x.device().is_cpu() ||
-      (x.requires_grad() && at::GradMode::is_enabled()))
+  if (!t_winograd || !x.defined() || x.dim() != 4 || x.scalar_type() != torch::kFloat || !x.device().is_cpu())
     return false;
   const auto& o = m->options;
   const auto& w = m->weight;
+  const auto& b = m->bias;
+  // at::conv2d would record autograd history or autocast to bf16 here: not this path's meaning.
+  if (at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad() || (b.defined() && b.requires_grad())))
+    return false;
+  if (at::autocast::is_autocast_enabled(at::kCPU)) return false;
+  if (!w.device().is_cpu() || (b.defined() && (!b.device().is_cpu() || b.scalar_type() != torch::kFloat ||
+                                               b.numel() != w.size(0))))
+    return false;
   if (w.scalar_type() != torch::kFloat || w.dim() != 4 || w.size(2) != 3 || w.size(3) != 3 || o.groups() != 1 ||
       o.stride()->at(0) != 1 || o.stride()->at(1) != 1 || o.dilation()->at(0) != o.dilation()->at(1) ||
       !std::holds_alternative<torch::enumtype::kZeros>(o.padding_mode()) || padding_of(o) < 0)

@@ -17,8 +17,8 @@ namespace corridorkey::model::functional {
 torch::Tensor conv2d(const torch::nn::Conv2d& m, const torch::Tensor& x, int64_t pad = -1);
 
 /// While alive, conv2d() on this thread takes the Winograd path where the shape allows.
-/// On a 2-core AMD EPYC Zen 5 a 64 -> 64 convolution of a 1024^2 map took 112-141 ms that
-/// way against oneDNN's 246-296 ms (dilations 1-8). Nests. A no-op where the kernel is not
+/// On a 2-core AMD EPYC Zen 5 a 64 -> 64 convolution of a 1024^2 map took 103-117 ms that
+/// way against oneDNN's 242-341 ms (dilations 1-8). Nests. A no-op where the kernel is not
 /// available (winograd_conv_available()).
 class WinogradConvScope {
  public:

@@ -283,8 +283,11 @@ TEST_CASE("Winograd F(2x2,3x3) convolution matches float64 as closely as oneDNN'
     bool bias;
   };
   const auto cl = torch::MemoryFormat::ChannelsLast;
-  torch::Tensor first;  // AVX2 and AVX-512 give the same bits: kept from the first variant
-  std::vector<torch::Tensor> outs[2];
+  c10::InferenceMode inference;  // as the engine runs (the path keeps out of autograd)
+  struct IsaReset {  // a failed REQUIRE must not leave a variant forced for later tests
+    ~IsaReset() { K::winograd_conv_f32_use_isa("auto"); }
+  } reset;
+  std::vector<torch::Tensor> outs[2];  // AVX2 and AVX-512 give the same bits
   int variant = 0;
   for (const std::string isa : {"avx2", "avx512"}) {
     if (!K::winograd_conv_f32_use_isa(isa)) {
@@ -320,7 +323,7 @@ TEST_CASE("Winograd F(2x2,3x3) convolution matches float64 as closely as oneDNN'
       const double e_ours = ck_test::max_abs_diff(ours, truth), e_direct = ck_test::max_abs_diff(direct, truth);
       const double scale = truth.abs().max().item<double>();
       INFO("max abs error: Winograd " << e_ours << ", direct " << e_direct << ", output scale " << scale);
-      CHECK(std::isfinite(e_ours));  // NaN: an output pixel never written
+      CHECK(std::isfinite(e_ours));
       CHECK(e_ours <= 4 * e_direct + 1e-6 * scale);
       CHECK(e_ours <= 2e-6 * scale);
       outs[variant].push_back(ours);
@@ -332,13 +335,21 @@ TEST_CASE("Winograd F(2x2,3x3) convolution matches float64 as closely as oneDNN'
     for (size_t i = 0; i < outs[0].size(); ++i) CHECK(torch::equal(outs[0][i], outs[1][i]));
 
   // What it does not take stays with at::conv2d, bit for bit: outside a scope, NCHW input,
-  // 7 input channels (the stem), a stride, groups, bfloat16.
+  // 7 input channels (the stem), a stride, groups, bfloat16, unequal dilations, "same"
+  // padding, reflect padding, and (below) weights that record autograd history.
   const auto calls = K::winograd_conv_f32_calls();
   torch::nn::Conv2d conv(torch::nn::Conv2dOptions(16, 16, 3).padding(1));
   const auto x = torch::randn({1, 16, 20, 20});
-  CHECK(torch::equal(F::conv2d(conv, x.contiguous(cl)), conv->forward(x.contiguous(cl))));
+  const auto xc = x.contiguous(cl);
+  CHECK(torch::equal(F::conv2d(conv, xc), conv->forward(xc)));
   {
     F::WinogradConvScope on(true);
+    torch::nn::Conv2d uneven(torch::nn::Conv2dOptions(16, 16, 3).padding(2).dilation({1, 2}));
+    CHECK(torch::equal(F::conv2d(uneven, xc), uneven->forward(xc)));
+    torch::nn::Conv2d same(torch::nn::Conv2dOptions(16, 16, 3).padding(torch::kSame));
+    CHECK(torch::equal(F::conv2d(same, xc), same->forward(xc)));
+    torch::nn::Conv2d reflect(torch::nn::Conv2dOptions(16, 16, 3).padding(1).padding_mode(torch::kReflect));
+    CHECK(torch::equal(F::conv2d(reflect, xc), reflect->forward(xc)));
     CHECK(torch::equal(F::conv2d(conv, x), conv->forward(x)));
     torch::nn::Conv2d stem(torch::nn::Conv2dOptions(7, 16, 3).padding(1));
     const auto x7 = torch::randn({1, 7, 20, 20}).contiguous(cl);
@@ -351,6 +362,15 @@ TEST_CASE("Winograd F(2x2,3x3) convolution matches float64 as closely as oneDNN'
     half->to(torch::kBFloat16);
     const auto xb = x.to(torch::kBFloat16).contiguous(cl);
     CHECK(torch::equal(F::conv2d(half, xb), half->forward(xb)));
+  }
+  CHECK(K::winograd_conv_f32_calls() == calls);
+  {
+    // Outside inference mode, with weights that require grad: at::conv2d's autograd graph.
+    c10::InferenceMode off(false);
+    F::WinogradConvScope on(true);
+    torch::nn::Conv2d trained(torch::nn::Conv2dOptions(16, 16, 3).padding(1));
+    const auto y = F::conv2d(trained, x.clone().contiguous(cl));
+    CHECK(y.requires_grad());
   }
   CHECK(K::winograd_conv_f32_calls() == calls);
 }

@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <vector>
 
 using namespace corridorkey;
@@ -405,7 +406,7 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
   CHECK(decision(off.info(), "winograd_conv").value == "false");
 
   // Per engine on one Model whose plan chose Winograd: `false` runs oneDNN and says so.
-  auto model = Model::load(o);  // the cached plan: Winograd
+  auto model = Model::load(o);  // timed again, direct still made slow: Winograd
   auto on_model = create_engine(model, o);
   CHECK(decision(on_model->info(), "winograd_conv").value == "true");
   auto direct_engine = create_engine(model, off_opt);
@@ -417,12 +418,35 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
   (void)on_model->process_frame(pv, hv);
   CHECK(winograd_conv_f32_calls() > calls);
 
-  // bfloat16 and channels_last=false never take it.
+  // channels_last=false never takes it, and an explicit true is reported as not running.
   auto nchw = o;
   nchw.channels_last = false;
   nchw.winograd_conv = AutoSwitch::On;
   OptimizedEngine nchw_engine(nchw);
+  CHECK(decision(nchw_engine.info(), "winograd_conv").value == "false");
+  CHECK_THAT(decision(nchw_engine.info(), "winograd_conv").why, Contains("channels_last"));
   calls = winograd_conv_f32_calls();
   (void)nchw_engine.process_frame(pv, hv);
   CHECK(winograd_conv_f32_calls() == calls);
+}
+
+TEST_CASE("a trial time that is not finite is left out of the cache, not written as inf", "[model][tune]") {
+  CacheFile cache;
+  TunePlan p;
+  p.key = "a plan with a failed trial";
+  p.origin = "trials";
+  p.decisions.push_back({"winograd_conv", "false", "plan", "", {{"winograd", std::numeric_limits<double>::infinity()},
+                                                               {"direct", 12.5}}});
+  std::string warning;
+  REQUIRE(corridorkey::detail::tune_cache_store(p, warning));
+  CHECK(warning.empty());
+  CHECK_THAT(p.summary(), Contains("winograd (failed)") && Contains("direct 13 ms"));
+  auto loaded = corridorkey::detail::tune_cache_load(p.key, warning);
+  INFO(warning);
+  REQUIRE(loaded);  // the file is readable JSON: no plan in it was lost
+  CHECK(warning.empty());
+  const auto* d = loaded->find("winograd_conv");
+  REQUIRE(d);
+  REQUIRE(d->times_ms.size() == 1);
+  CHECK(d->times_ms[0].first == "direct");
 }

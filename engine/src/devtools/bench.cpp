@@ -7,6 +7,7 @@
 #include "devtools/reference_bench.h"
 #include "runtime/memory.h"
 #include "model/checkpoint.h"
+#include "model/conv.h"
 #include "model/sample_input.h"
 #include "model/tiled_refiner.h"
 #include "runtime/model_factory.h"
@@ -118,7 +119,11 @@ std::vector<BenchRow> refiner_bench(const BenchOptions& b,
                   .contiguous(o.channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
     std::vector<BenchRow> rows;
     torch::Tensor first;
-    const std::string layout = o.channels_last ? ", channels-last" : "";
+    // No plan runs here: an explicit winograd_conv true applies, auto stays direct.
+    model::functional::WinogradConvScope winograd(o.winograd_conv == AutoSwitch::On && dtype == torch::kFloat);
+    const bool wino = o.winograd_conv == AutoSwitch::On && dtype == torch::kFloat && o.channels_last &&
+                      model::functional::winograd_conv_available();
+    const std::string layout = std::string(o.channels_last ? ", channels-last" : "") + (wino ? ", Winograd" : "");
     for (const int mode : {0, 1, 2}) {
       BenchRow row;
       row.profile = mode == 0 ? "refiner whole image, eager"

@@ -54,7 +54,7 @@ BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineOptions& aske
     AutoSwitch& v = run_opt.*field;
     if (v == AutoSwitch::Auto) {
       v = d && d->value == "true" ? AutoSwitch::On : AutoSwitch::Off;
-    } else if (d && d->value != to_string(v)) {
+    } else if (d && d->value != to_string(v) && d->source != "only") {  // "only": it cannot run here
       for (auto& x : plan.decisions)
         if (x.option == name) x = {name, to_string(v), "flag", "", {}};
     }

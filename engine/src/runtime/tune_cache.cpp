@@ -35,9 +35,13 @@ std::string TunePlan::summary() const {
   for (const auto& d : decisions) {
     s << d.option << " " << d.value << " (" << d.source;
     if (!d.why.empty()) s << ": " << d.why;
-    for (size_t i = 0; i < d.times_ms.size(); ++i)
-      s << (i == 0 && d.why.empty() ? ": " : ", ") << d.times_ms[i].first << " "
-        << static_cast<long long>(d.times_ms[i].second + 0.5) << " ms";
+    for (size_t i = 0; i < d.times_ms.size(); ++i) {
+      s << (i == 0 && d.why.empty() ? ": " : ", ") << d.times_ms[i].first << " ";
+      if (std::isfinite(d.times_ms[i].second))
+        s << static_cast<long long>(d.times_ms[i].second + 0.5) << " ms";
+      else
+        s << "(failed)";
+    }
     s << ")\n";
   }
   return s.str();
@@ -73,8 +77,14 @@ std::string plan_json(const TunePlan& p) {
     s << (i ? ", " : "") << "{\"option\": " << json::quote(d.option)
       << ", \"value\": " << json::quote(d.value) << ", \"source\": " << json::quote(d.source)
       << ", \"why\": " << json::quote(d.why) << ", \"times_ms\": {";
-    for (size_t k = 0; k < d.times_ms.size(); ++k)
-      s << (k ? ", " : "") << json::quote(d.times_ms[k].first) << ": " << d.times_ms[k].second;
+    // JSON has no infinity: a time that is not finite is left out, not written as `inf`
+    // (which would make the whole file unreadable, every plan in it lost).
+    bool first = true;
+    for (const auto& [name, ms] : d.times_ms) {
+      if (!std::isfinite(ms)) continue;
+      s << (first ? "" : ", ") << json::quote(name) << ": " << ms;
+      first = false;
+    }
     s << "}}";
   }
   s << "]}";

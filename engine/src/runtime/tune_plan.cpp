@@ -13,6 +13,7 @@
 #include "model/hiera.h"
 #include "model/json_reader.h"
 #include "model/conv.h"
+#include "winograd_conv_cpu.h"
 #include "model/refiner.h"
 #include "model/tiled_refiner.h"
 #include "runtime/memory.h"
@@ -31,6 +32,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <locale>
@@ -356,7 +358,8 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
     const bool linear_open = opt.onednn_linear == AutoSwitch::Auto && !opt.mixed_precision &&
                              model::functional::onednn_linear_available();
     const bool winograd_open = opt.winograd_conv == AutoSwitch::Auto && !opt.mixed_precision &&
-                               opt.channels_last && model::functional::winograd_conv_available();
+                               opt.channels_last && model::functional::winograd_conv_available() &&
+                               kernels::winograd_conv_f32_supported(cfg.refiner_channels, cfg.refiner_channels);
     // The float32 refiner block both ways, timed once: for float32's precision estimate and
     // for the winograd_conv choice. Winograd is +inf where it cannot run.
     std::optional<double> ref32_direct, ref32_wino;
@@ -528,14 +531,17 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
     // same result within fp32 rounding, so the faster wins (one dilated block on a strip).
     if (precision == "float32" && winograd_open) {
       const double direct = refiner32(false), wino = refiner32(true);
-      plan.decisions.push_back({"winograd_conv", wino < (1.0 - kMargin) * direct ? "true" : "false", "plan", "",
-                                {{"winograd", wino}, {"direct", direct}}});
+      if (std::isfinite(wino))
+        plan.decisions.push_back({"winograd_conv", wino < (1.0 - kMargin) * direct ? "true" : "false", "plan", "",
+                                  {{"winograd", wino}, {"direct", direct}}});
+      else  // a kernel that cannot run here costs this choice only, not the whole plan
+        plan.decisions.push_back({"winograd_conv", "false", "only", "its trial failed", {}});
     }
     if (opt.tiled_refiner == RefinerTiling::Auto && cfg.img_size > opt.tile_size &&
         whole_fits(dtype_of(precision))) {
       // In the convolution the refiner will run: Winograd moves both sides, not equally.
       const auto* wd = plan.find("winograd_conv");
-      model::functional::WinogradConvScope conv(precision == "float32" &&
+      model::functional::WinogradConvScope conv(precision == "float32" && !opt.mixed_precision &&
                                                 (opt.winograd_conv == AutoSwitch::On || (wd && wd->value == "true")));
       const auto [whole, tiled] = tr.refiner_tiling(dtype_of(precision));
       // Both exact within fp32 rounding (<= 1e-4, tests): the faster wins, ties stay whole.
@@ -593,18 +599,27 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
   } else if (f32 && cpu) {
     plan.decisions.push_back({"onednn_linear", to_string(opt.onednn_linear), "flag", "", {}});
   }
-  if (opt.winograd_conv == AutoSwitch::Auto) {
-    const auto* d = plan.find("winograd_conv");
-    opt.winograd_conv = d && d->value == "true" ? AutoSwitch::On : AutoSwitch::Off;
-    if (!d && f32 && cpu)
-      plan.decisions.push_back({"winograd_conv", "false", "only",
-                                !model::functional::winograd_conv_available()
-                                    ? "the Winograd kernel needs AVX2 + FMA, which this CPU lacks"
-                                : !opt.channels_last ? "needs channels_last"
-                                                     : "not timed",
-                                {}});
-  } else if (f32 && cpu) {
-    plan.decisions.push_back({"winograd_conv", to_string(opt.winograd_conv), "flag", "", {}});
+  {
+    // Why the Winograd path cannot run here, where it cannot (empty where it can).
+    const char* cannot = !cpu || !f32 ? ""
+                         : !model::functional::winograd_conv_available()
+                             ? "the Winograd kernel needs AVX2 + FMA and its self-test, which this CPU lacks"
+                         : !opt.channels_last ? "needs channels_last"
+                         : !kernels::winograd_conv_f32_supported(cfg.refiner_channels, cfg.refiner_channels)
+                             ? "refiner_channels is not a multiple of 16"
+                             : "";
+    if (opt.winograd_conv == AutoSwitch::Auto) {
+      const auto* d = plan.find("winograd_conv");
+      opt.winograd_conv = d && d->value == "true" ? AutoSwitch::On : AutoSwitch::Off;
+      if (!d && f32 && cpu)
+        plan.decisions.push_back({"winograd_conv", "false", "only", *cannot ? cannot : "not timed", {}});
+    } else if (f32 && cpu) {
+      // An explicit true the kernel cannot honour is said, not reported as running.
+      if (opt.winograd_conv == AutoSwitch::On && *cannot)
+        plan.decisions.push_back({"winograd_conv", "false", "only", cannot, {}});
+      else
+        plan.decisions.push_back({"winograd_conv", to_string(opt.winograd_conv), "flag", "", {}});
+    }
   }
   if (opt.tiled_refiner == RefinerTiling::Auto) {
     const auto* t = plan.find("tiled_refiner");
