@@ -14,6 +14,8 @@
 #include "group_norm_apply.h"
 #include "attention_cpu.h"
 #include "group_norm_cpu.h"
+#include "model/conv.h"
+#include "model/functional.h"
 #include "model/sample_input.h"
 #include "runtime/memory.h"
 #include "runtime/model_factory.h"
@@ -220,6 +222,15 @@ class Checker {
       nat.native_attention = corridorkey::AutoSwitch::On;
       bound("native bf16 attention vs LibTorch bf16 SDPA", bf, nat, 3e-2);
     }
+    if (dev_.is_cpu() && model::functional::winograd_conv_available()) {
+      auto cl = with([](auto& v) { v.channels_last = v.fused_refiner = true; });
+      auto wino = cl;
+      wino.winograd_conv = corridorkey::AutoSwitch::On;
+      bound("winograd_conv (refiner convolutions by Winograd F(2x2,3x3)), fp32", cl, wino, 1e-4);
+    }
+    if (dev_.is_cpu() && model::functional::onednn_linear_available())
+      bound("onednn_linear (Linear layers through oneDNN's matmul), fp32", o,
+            with([](auto& v) { v.onednn_linear = corridorkey::AutoSwitch::On; }), 1e-4);
     if (dev_.is_cuda()) {
       auto eager = with([](auto& v) {
         v.flash_attention = v.fused_decoder = true;
