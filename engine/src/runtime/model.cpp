@@ -136,9 +136,7 @@ EngineOptions engine_options_on(const Model& model, const EngineOptions& asked) 
   out.track_host_memory = asked.track_host_memory;
   return out;
 }
-}  // namespace corridorkey::detail
 
-namespace corridorkey::detail {
 namespace {
 /// The checkpoint's own pos_embed, float32 on the CPU, read again from the file (a Model
 /// keeps only the one at its own size: the checkpoint's would be 117 MB more for a 2048
