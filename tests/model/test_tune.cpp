@@ -70,6 +70,18 @@ const TuneDecision& decision(const EngineInfo& i, const std::string& option) {
   return *d;
 }
 
+/// A 200x120 8-bit plate and a half-and-half hint: one frame for A/B runs of two engines.
+struct TestFrame {
+  std::vector<uint8_t> plate = std::vector<uint8_t>(200 * 120 * 3), hint = std::vector<uint8_t>(200 * 120);
+  ImageView plate_view{nullptr, 200, 120, 3, PixelType::UInt8, 0}, hint_view{nullptr, 200, 120, 1, PixelType::UInt8, 0};
+  TestFrame() {
+    for (size_t i = 0; i < plate.size(); ++i) plate[i] = static_cast<uint8_t>((i * 37) % 251);
+    for (size_t i = 0; i < hint.size(); ++i) hint[i] = static_cast<uint8_t>(i % 200 < 100 ? 0 : 255);
+    plate_view.data = plate.data();
+    hint_view.data = hint.data();
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the plan never picks a candidate forced to be slow", "[model][tune]") {
@@ -298,11 +310,8 @@ TEST_CASE("the plan times float32 Linear layers through oneDNN against MKL and k
   CHECK(d.times_ms.size() == 2);
 
   // The same frame both ways: within float32 rounding (the engine's fp32 bound, 1e-4).
-  std::vector<uint8_t> plate(200 * 120 * 3), hint(200 * 120);
-  for (size_t i = 0; i < plate.size(); ++i) plate[i] = static_cast<uint8_t>((i * 37) % 251);
-  for (size_t i = 0; i < hint.size(); ++i) hint[i] = static_cast<uint8_t>(i % 200 < 100 ? 0 : 255);
-  const ImageView pv{plate.data(), 200, 120, 3, PixelType::UInt8, 0};
-  const ImageView hv{hint.data(), 200, 120, 1, PixelType::UInt8, 0};
+  const TestFrame f;
+  const ImageView &pv = f.plate_view, &hv = f.hint_view;
   using corridorkey::model::functional::onednn_linear_calls;
   auto calls = onednn_linear_calls();
   const auto a = slow_onednn.process_frame(pv, hv);
@@ -361,11 +370,8 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
   CHECK(d.times_ms[0].first == "winograd");
 
   // The same frame both ways: within float32 rounding (the engine's fp32 bound, 1e-4).
-  std::vector<uint8_t> plate(200 * 120 * 3), hint(200 * 120);
-  for (size_t i = 0; i < plate.size(); ++i) plate[i] = static_cast<uint8_t>((i * 37) % 251);
-  for (size_t i = 0; i < hint.size(); ++i) hint[i] = static_cast<uint8_t>(i % 200 < 100 ? 0 : 255);
-  const ImageView pv{plate.data(), 200, 120, 3, PixelType::UInt8, 0};
-  const ImageView hv{hint.data(), 200, 120, 1, PixelType::UInt8, 0};
+  const TestFrame f;
+  const ImageView &pv = f.plate_view, &hv = f.hint_view;
   using corridorkey::kernels::winograd_conv_f32_calls;
   auto calls = winograd_conv_f32_calls();
   const auto a = slow_winograd.process_frame(pv, hv);
