@@ -235,6 +235,10 @@ with spawn() as ck:
     b = ck.load(profile="original")
     check(not a["cached"] and b["cached"] and a["model_id"] == b["model_id"], f"model.load cache: {a} {b}")
     check(not a["weights_shared"], f"the first load of a model shares nothing: {a}")
+    # "precision", the CLI flag's name, is the profile key model_precision
+    p = ck.load(profile="original", precision="float32")
+    check(p["model_id"] == a["model_id"] and p["precision"] == "float32", f"precision alias: {p} {a}")
+    expect_error(lambda: ck.load(profile="original", precision="float13"), -32002, "float13", exit_code=2)
     # per-engine settings only (refiner tiling, post-processing): another engine, the same
     # weights (corridorkey::Model keyed by checkpoint, device, precision, layout, fusions)
     d = ck.load(profile="original", tiled_refiner=True, despill=0.2)

@@ -69,12 +69,14 @@ EngineOptions Server::load_options(const json& params, const std::string& method
   }
   profile = o.profile;
   o.mmap = false;  // a long-lived process: a checkpoint replaced on disk must not SIGBUS it
-  auto apply = [&](const std::string& k, const json& v, const std::string& where) {
+  auto apply = [&](const std::string& key, const json& v, const std::string& where) {
+    // "precision" is the CLI flag's name (--precision) for the profile key model_precision.
+    const std::string k = key == "precision" ? "model_precision" : key;
     if (!is_engine_key(k))
       throw RpcError(kInvalidParams, where + ": unknown parameter '" + k +
                                          "' (expected profile, overrides, or an engine setting "
                                          "by its profile name: checkpoint, checkpoint_blue, device, "
-                                         "img_size, precision, ...; `corridorkey-engine profiles "
+                                         "img_size, model_precision (or precision), ...; `corridorkey-engine profiles "
                                          "show` lists them)");
     set_engine_option(o, k, scalar_text(v, k, method), where);
   };

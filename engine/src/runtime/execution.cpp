@@ -161,8 +161,7 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
   model::functional::OnednnLinearScope linear(opt_.onednn_linear == AutoSwitch::On && !autocast_ &&
                                               weight_dtype_ == torch::kFloat);
   // The refiner's float32 convolutions by Winograd where asked or the plan timed it faster.
-  model::functional::WinogradConvScope winograd(opt_.winograd_conv == AutoSwitch::On && !autocast_ &&
-                                                weight_dtype_ == torch::kFloat);
+  model::functional::WinogradConvScope winograd(winograd_active());
   auto r = net_->forward(x, fo);
   out.alpha = r.alpha.to(torch::kFloat);
   out.fg = r.fg.to(torch::kFloat);

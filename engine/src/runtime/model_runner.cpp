@@ -11,6 +11,8 @@
 #include "runtime/runner_internals.h"
 #include "attention_cpu.h"
 #include "attention_f32_cpu.h"
+#include "model/conv.h"
+#include "winograd_conv_cpu.h"
 
 namespace corridorkey::detail {
 
@@ -105,8 +107,16 @@ std::string ModelRunner::attention_kind() const {
 }
 
 std::string ModelRunner::refiner_kind() const {
-  if (tiled_) return "tiled " + std::to_string(opt_.tile_size) + " px";
-  return opt_.fused_refiner ? "whole image, fused GroupNorm" : "whole image";
+  const std::string conv = winograd_active() ? ", Winograd convolutions" : "";
+  if (tiled_) return "tiled " + std::to_string(opt_.tile_size) + " px" + conv;
+  return (opt_.fused_refiner ? "whole image, fused GroupNorm" : "whole image") + conv;
+}
+
+bool ModelRunner::winograd_active() const {
+  const int64_t ch = net_->config().refiner_channels;
+  return opt_.winograd_conv == AutoSwitch::On && weight_dtype_ == torch::kFloat && !autocast_ &&
+         opt_.channels_last && device_.is_cpu() && model::functional::winograd_conv_available() &&
+         kernels::winograd_conv_f32_supported(ch, ch);
 }
 
 void ModelRunner::choose_refiner(std::string& notes) {

@@ -133,6 +133,9 @@ class ModelRunner {
   /// What runs, for EngineInfo: global attention kernel and refiner mode.
   std::string attention_kind() const;
   std::string refiner_kind() const;
+  /// Whether the refiner's convolutions run by Winograd (winograd_conv on, float32 weights,
+  /// no autocast, channels-last, a CPU kernel for its channel count): what the runner applies.
+  bool winograd_active() const;
 
  private:
   ModelRun eager(const torch::Tensor& x, bool timed);

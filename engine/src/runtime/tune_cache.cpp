@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <set>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -107,8 +108,9 @@ TunePlan plan_from(const json::Value& v, const std::string& key, const std::stri
   p.origin = "cache";
   p.trial_ms = number_of(v.find("trial_ms"));
   const auto* ds = v.find("decisions");
-  CK_CHECK(ds && ds->kind == json::Value::Kind::Array, ModelError, path, ": plan '", key,
+  CK_CHECK(ds && ds->kind == json::Value::Kind::Array, ModelError, path, ": plan '", json::printable(key, 80),
            "' has no decisions list");
+  std::set<std::string> seen;
   for (const auto& d : ds->items) {
     CK_CHECK(d.kind == json::Value::Kind::Object, ModelError, path, ": a decision is not an object");
     TuneDecision t;
@@ -126,9 +128,19 @@ TunePlan plan_from(const json::Value& v, const std::string& key, const std::stri
                       t.option == "winograd_conv") && boolean);
     CK_CHECK(ok, ModelError, path, ": plan '", json::printable(key, 80), "': decision ",
              json::printable(t.option, 40), " = ", json::printable(t.value, 40), " is not one this engine makes");
+    // The sources this engine writes into a plan; a report must not say "flag" for a file's word.
+    CK_CHECK(t.source == "plan" || t.source == "only" || t.source == "rule" || t.source == "flag", ModelError, path,
+             ": plan '", json::printable(key, 80), "': decision ", t.option, " has source ",
+             json::printable(t.source, 40), ", not one this engine writes");
+    CK_CHECK(seen.insert(t.option).second, ModelError, path, ": plan '", json::printable(key, 80),
+             "': decision ", t.option, " appears twice");
     if (const auto* tm = d.find("times_ms"); tm && tm->kind == json::Value::Kind::Object)
       for (size_t i = 0; i < tm->keys.size(); ++i) {
-        const double ms = number_of(&tm->values[i]);
+        const auto& v = tm->values[i];
+        CK_CHECK(v.kind == json::Value::Kind::Float || v.kind == json::Value::Kind::Int, ModelError, path,
+                 ": plan '", json::printable(key, 80), "': time ", json::printable(tm->keys[i], 40),
+                 " is not a number");
+        const double ms = number_of(&v);
         CK_CHECK(std::isfinite(ms) && ms >= 0 && ms < 1e9, ModelError, path, ": plan '",
                  json::printable(key, 80), "': time ", ms, " ms is out of range");
         t.times_ms.emplace_back(tm->keys[i], ms);
@@ -256,7 +268,7 @@ std::optional<TunePlan> tune_cache_load(const std::string& key, std::string& war
     return std::nullopt;
   }
   for (const auto& s : st.skipped)
-    warning += (warning.empty() ? "" : "; ") + std::string("tune cache entry skipped: ") + json::printable(s);
+    warning += (warning.empty() ? "" : "; ") + std::string("tune cache entry skipped: ") + json::printable(s, 480);  // path + key + why
   if (auto it = st.plans.find(key); it != st.plans.end()) return it->second;
   return std::nullopt;
 }

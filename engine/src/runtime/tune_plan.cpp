@@ -587,6 +587,20 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
   } else if ((bf16 && native_kernel) || (f32 && cpu && kernels::native_attention_f32_available())) {
     plan.decisions.push_back({"native_attention", to_string(opt.native_attention), "flag", "", {}});
   }
+  // oneDNN Linear layers and Winograd convolutions are float32 CPU paths: in any other
+  // precision a plan's (or a hand-edited cache's) choice of them runs nothing, so it is
+  // dropped from the report, and an explicit true is told that it has no effect.
+  if (!(f32 && cpu)) {
+    auto& ds = plan.decisions;
+    ds.erase(std::remove_if(ds.begin(), ds.end(),
+                            [](const TuneDecision& d) { return d.option == "onednn_linear" || d.option == "winograd_conv"; }),
+             ds.end());
+    for (auto [name, v] : {std::pair{"onednn_linear", opt.onednn_linear}, std::pair{"winograd_conv", opt.winograd_conv}})
+      if (v == AutoSwitch::On)
+        note_line(notes, std::string(name) + " true has no effect: it applies to float32 on a CPU, and this engine runs " +
+                             (cpu ? std::string(to_string(opt.model_precision)) + (opt.mixed_precision ? " (mixed)" : "")
+                                  : device.str()));
+  }
   if (opt.onednn_linear == AutoSwitch::Auto) {
     const auto* d = plan.find("onednn_linear");
     opt.onednn_linear = d && d->value == "true" ? AutoSwitch::On : AutoSwitch::Off;
@@ -615,8 +629,10 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
         plan.decisions.push_back({"winograd_conv", "false", "only", *cannot ? cannot : "not timed", {}});
     } else if (f32 && cpu) {
       // An explicit true the kernel cannot honour is said, not reported as running.
-      if (opt.winograd_conv == AutoSwitch::On && *cannot)
+      if (opt.winograd_conv == AutoSwitch::On && *cannot) {
         plan.decisions.push_back({"winograd_conv", "false", "only", cannot, {}});
+        note_line(notes, std::string("winograd_conv true has no effect: ") + cannot);
+      }
       else
         plan.decisions.push_back({"winograd_conv", to_string(opt.winograd_conv), "flag", "", {}});
     }
