@@ -241,6 +241,12 @@ def main():
     except RpcError as e:
         print(f"error: {e}", file=sys.stderr)
         return (e.data or {}).get("exit_code", 1)
+    except (ConnectionError, BrokenPipeError) as e:
+        # The server is gone (it refused its arguments at start-up and said why on stderr,
+        # or it died): one line and its exit status, not a traceback.
+        code = client.process.wait() if getattr(client, "process", None) else None
+        print(f"error: {e}" + (f" (serve exited with status {code})" if code is not None else ""), file=sys.stderr)
+        return code if code else 1
     finally:
         client.close()
 

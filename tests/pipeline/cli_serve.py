@@ -239,6 +239,11 @@ with spawn() as ck:
     p = ck.load(profile="original", precision="float32")
     check(p["model_id"] == a["model_id"] and p["precision"] == "float32", f"precision alias: {p} {a}")
     expect_error(lambda: ck.load(profile="original", precision="float13"), -32002, "float13", exit_code=2)
+    # one setting given twice (top level and overrides, or precision and model_precision) is refused
+    expect_error(lambda: ck.call("model.load", profile="original", tiled_refiner=True,
+                                 overrides={"tiled_refiner": False}), -32602, "set twice")
+    expect_error(lambda: ck.call("model.load", profile="original", precision="float32",
+                                 model_precision="float32"), -32602, "set twice")
     # per-engine settings only (refiner tiling, post-processing): another engine, the same
     # weights (corridorkey::Model keyed by checkpoint, device, precision, layout, fusions)
     d = ck.load(profile="original", tiled_refiner=True, despill=0.2)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
 #include <set>
 
 namespace corridorkey::serve {
@@ -69,9 +70,13 @@ EngineOptions Server::load_options(const json& params, const std::string& method
   }
   profile = o.profile;
   o.mmap = false;  // a long-lived process: a checkpoint replaced on disk must not SIGBUS it
+  std::map<std::string, std::string> given;  // key -> where, so that one key is set once
   auto apply = [&](const std::string& key, const json& v, const std::string& where) {
     // "precision" is the CLI flag's name (--precision) for the profile key model_precision.
     const std::string k = key == "precision" ? "model_precision" : key;
+    if (auto [it, fresh] = given.emplace(k, where); !fresh)
+      throw RpcError(kInvalidParams, where + ": '" + key + "' is set twice (also in " + it->second +
+                                         "): give each setting once");
     if (!is_engine_key(k))
       throw RpcError(kInvalidParams, where + ": unknown parameter '" + k +
                                          "' (expected profile, overrides, or an engine setting "

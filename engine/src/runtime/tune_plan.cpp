@@ -632,9 +632,9 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
       if (opt.winograd_conv == AutoSwitch::On && *cannot) {
         plan.decisions.push_back({"winograd_conv", "false", "only", cannot, {}});
         note_line(notes, std::string("winograd_conv true has no effect: ") + cannot);
-      }
-      else
+      } else {
         plan.decisions.push_back({"winograd_conv", to_string(opt.winograd_conv), "flag", "", {}});
+      }
     }
   }
   if (opt.tiled_refiner == RefinerTiling::Auto) {
