@@ -3,11 +3,12 @@
 //
 // Why: those eight convolutions are 0.62 TFLOP of a 1.69 TFLOP frame at 1024 (2.5 TFLOP
 // at 2048), the largest single share of the float32 path, and the direct convolution
-// (oneDNN) already runs them near the machine's GEMM rate: 246 ms each at 1024 on 2 threads
-// of a Zen 5 (314 GFLOP/s). F(2x2, 3x3) computes each 2x2 output tile from a 4x4 input tile
+// (oneDNN) already runs them near the machine's GEMM rate: 168-292 ms each at 1024 on 2
+// threads of a Zen 5 (265-460 GFLOP/s). F(2x2, 3x3) computes each 2x2 output tile from a 4x4 input tile
 // with 16 multiplications per channel pair instead of 36: 2.25x fewer, at the price of
-// transforms that cost a few percent. LibTorch's own NNPACK F(6x6, 3x3) took the same 245 ms
-// there, with 10x the error (8.9e-5 against 9.1e-6 on a unit-scale 64-channel map).
+// transforms that cost a third of a call: 106-130 ms. LibTorch's own NNPACK F(6x6, 3x3) took
+// 171-215 ms there (no dilation), with 8x the error (2.1e-5 against 2.5e-6 at output scale
+// 1.65). All measured by ck_tests "Winograd convolution speed*".
 //
 // Dilation d: the 2x2 tile's outputs are d apart and its 4x4 inputs are d apart, so the
 // dilated convolution is the plain one on each of the d x d interleaved sub-grids, with no

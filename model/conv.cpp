@@ -24,6 +24,13 @@ WinogradConvScope::WinogradConvScope(bool on) : previous_(t_winograd) { t_winogr
 WinogradConvScope::~WinogradConvScope() { t_winograd = previous_; }
 bool winograd_conv_available() { return kernels::winograd_conv_f32_available(); }
 
+const char* winograd_refiner_unavailable(bool channels_last, int64_t channels) {
+  if (!winograd_conv_available()) return "the Winograd kernel needs AVX2 + FMA and its self-test, which this CPU lacks";
+  if (!channels_last) return "needs channels_last";
+  if (!kernels::winograd_conv_f32_supported(channels, channels)) return "refiner_channels is not a multiple of 16";
+  return nullptr;
+}
+
 bool winograd_conv_active(const torch::nn::Conv2d& m, const torch::Tensor& x) {
   if (!t_winograd || !x.defined() || x.dim() != 4 || x.scalar_type() != torch::kFloat || !x.device().is_cpu())
     return false;

@@ -17,8 +17,8 @@ namespace corridorkey::model::functional {
 torch::Tensor conv2d(const torch::nn::Conv2d& m, const torch::Tensor& x, int64_t pad = -1);
 
 /// While alive, conv2d() on this thread takes the Winograd path where the shape allows.
-/// On a 2-core AMD EPYC Zen 5 a 64 -> 64 convolution of a 1024^2 map took 103-117 ms that
-/// way against oneDNN's 242-341 ms (dilations 1-8). Nests. A no-op where the kernel is not
+/// On a 2-core AMD EPYC Zen 5 a 64 -> 64 convolution of a 1024^2 map took 106-130 ms that
+/// way against oneDNN's 168-292 ms (dilations 1-8; ck_tests "Winograd convolution speed*"). Nests. A no-op where the kernel is not
 /// available (winograd_conv_available()).
 class WinogradConvScope {
  public:
@@ -32,6 +32,10 @@ class WinogradConvScope {
 };
 /// Whether the kernel runs on this CPU (AVX2 + FMA and its start-up self-test).
 bool winograd_conv_available();
+/// Why a refiner of `channels` channels cannot run its convolutions by Winograd on this CPU
+/// (the kernel, channels-last maps, its channel counts), or nullptr where it can: the one
+/// rule the plan, the runner and the reports share.
+const char* winograd_refiner_unavailable(bool channels_last, int64_t channels);
 /// Whether conv2d(m, x) would take the Winograd path here.
 bool winograd_conv_active(const torch::nn::Conv2d& m, const torch::Tensor& x);
 

@@ -9,6 +9,7 @@
 #include "winograd_conv_cpu.h"
 #include "model/conv.h"
 #include "model/functional.h"
+#include "runtime/memory.h"
 #include "support/support.h"
 
 #include <catch2/catch.hpp>
@@ -262,6 +263,62 @@ TEST_CASE("fused bilinear upsample-add equals interpolate + add_ to float32 roun
       INFO("accumulate " << accumulate << " max abs diff " << err);
       CHECK(err <= 1e-6 * (1.0 + want.abs().max().item<double>()));
     }
+  }
+}
+
+// Not run by ctest ([.]): `ck_tests "Winograd convolution speed*"` times the refiner's
+// 64 -> 64 convolution at 1024^2 (channels-last, 2 threads as the README's rows, outputs
+// from the host block cache as in the optimized profile, not fresh pages) by Winograd,
+// by oneDNN's direct convolution and by LibTorch's NNPACK F(6x6, 3x3), with each one's error
+// against a float64 convolution: the README's numbers.
+TEST_CASE("Winograd convolution speed against oneDNN and NNPACK", "[.kernel-bench]") {
+  namespace F = corridorkey::model::functional;
+  REQUIRE(K::winograd_conv_f32_available());
+  c10::InferenceMode inference;
+  at::set_num_threads(2);
+  corridorkey::detail::set_host_block_cache(true);
+  struct CacheOff {
+    ~CacheOff() { corridorkey::detail::set_host_block_cache(false); }
+  } cache_off;
+  torch::manual_seed(0);
+  const int64_t S = 1024;
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  auto time = [](auto&& f) {
+    f();
+    std::vector<double> t;
+    for (int i = 0; i < 5; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      f();
+      t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[2];
+  };
+  const auto x = torch::randn({1, 64, S, S});
+  const auto xc = x.contiguous(cl);
+  for (const int64_t d : {1, 2, 4, 8}) {
+    torch::nn::Conv2d conv(torch::nn::Conv2dOptions(64, 64, 3).padding(d).dilation(d));
+    conv->weight.mul_(0.5);
+    const auto truth = at::conv2d(x.to(torch::kDouble), conv->weight.to(torch::kDouble),
+                                  conv->bias.to(torch::kDouble), 1, d, d);
+    torch::Tensor direct, wino;
+    const double t_direct = time([&] { direct = conv->forward(xc); });
+    const double t_wino = time([&] {
+      F::WinogradConvScope on(true);
+      wino = F::conv2d(conv, xc);
+    });
+    std::string nnpack = "n/a (dilation)";
+    if (d == 1 && at::_nnpack_available()) {
+      torch::Tensor nn;
+      const double t_nn = time([&] { nn = at::_nnpack_spatial_convolution(x, conv->weight, conv->bias, {1, 1}, {1, 1}); });
+      nnpack = std::to_string(t_nn) + " ms, error " + std::to_string(ck_test::max_abs_diff(nn, truth));
+    }
+    const double gemm_gflop = 2.0 * (S / 2) * (S / 2) * 16 * 64 * 64 / 1e9;
+    std::cout << "dilation " << d << ": Winograd " << t_wino << " ms (error " << ck_test::max_abs_diff(wino, truth)
+              << "; its GEMMs " << gemm_gflop << " GFLOP), oneDNN direct " << t_direct << " ms (error "
+              << ck_test::max_abs_diff(direct, truth) << "), NNPACK " << nnpack << "; output scale "
+              << truth.abs().max().item<double>() << "\n";
+    CHECK(ck_test::max_abs_diff(wino, truth) <= 4 * ck_test::max_abs_diff(direct, truth) + 1e-6);
   }
 }
 

@@ -89,8 +89,8 @@ struct EngineOptions {
   AutoSwitch onednn_linear = AutoSwitch::Off;
   /// The refiner's eight 64 -> 64 float32 3x3 convolutions on a CPU by Winograd's F(2x2,
   /// 3x3) (kernels/winograd_conv_cpu.h: 2.25x fewer multiplications) instead of oneDNN's
-  /// direct convolution: within float32 rounding (its error against float64 was 2.7e-6
-  /// against the direct one's 3.2-8.3e-6, test_kernels). Auto: the measured plan times one
+  /// direct convolution: within float32 rounding (its error against float64 was 6.3-6.9e-7
+  /// against the direct one's 7.7e-7-2.5e-6, test_kernels). Auto: the measured plan times one
   /// refiner block both ways and keeps the faster; with tune off, Auto means off. Per engine.
   /// Needs channels_last (the kernel reads channels-last maps) and AVX2 + FMA; no effect in
   /// other precisions, under mixed_precision or on other devices.

@@ -121,8 +121,8 @@ std::vector<BenchRow> refiner_bench(const BenchOptions& b,
     torch::Tensor first;
     // No plan runs here: an explicit winograd_conv true applies, auto stays direct.
     model::functional::WinogradConvScope winograd(o.winograd_conv == AutoSwitch::On && dtype == torch::kFloat);
-    const bool wino = o.winograd_conv == AutoSwitch::On && dtype == torch::kFloat && o.channels_last &&
-                      model::functional::winograd_conv_available();
+    const bool wino = o.winograd_conv == AutoSwitch::On && dtype == torch::kFloat &&
+                      !model::functional::winograd_refiner_unavailable(o.channels_last, net->config().refiner_channels);
     const std::string layout = std::string(o.channels_last ? ", channels-last" : "") + (wino ? ", Winograd" : "");
     for (const int mode : {0, 1, 2}) {
       BenchRow row;

@@ -12,7 +12,6 @@
 #include "attention_cpu.h"
 #include "attention_f32_cpu.h"
 #include "model/conv.h"
-#include "winograd_conv_cpu.h"
 
 namespace corridorkey::detail {
 
@@ -113,10 +112,9 @@ std::string ModelRunner::refiner_kind() const {
 }
 
 bool ModelRunner::winograd_active() const {
-  const int64_t ch = net_->config().refiner_channels;
   return opt_.winograd_conv == AutoSwitch::On && weight_dtype_ == torch::kFloat && !autocast_ &&
-         opt_.channels_last && device_.is_cpu() && model::functional::winograd_conv_available() &&
-         kernels::winograd_conv_f32_supported(ch, ch);
+         device_.is_cpu() &&
+         !model::functional::winograd_refiner_unavailable(opt_.channels_last, net_->config().refiner_channels);
 }
 
 void ModelRunner::choose_refiner(std::string& notes) {

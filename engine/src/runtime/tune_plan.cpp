@@ -13,7 +13,6 @@
 #include "model/hiera.h"
 #include "model/json_reader.h"
 #include "model/conv.h"
-#include "winograd_conv_cpu.h"
 #include "model/refiner.h"
 #include "model/tiled_refiner.h"
 #include "runtime/memory.h"
@@ -357,9 +356,9 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
                                  !opt.mixed_precision && kernels::native_attention_f32_available();
     const bool linear_open = opt.onednn_linear == AutoSwitch::Auto && !opt.mixed_precision &&
                              model::functional::onednn_linear_available();
-    const bool winograd_open = opt.winograd_conv == AutoSwitch::Auto && !opt.mixed_precision &&
-                               opt.channels_last && model::functional::winograd_conv_available() &&
-                               kernels::winograd_conv_f32_supported(cfg.refiner_channels, cfg.refiner_channels);
+    const bool winograd_open =
+        opt.winograd_conv == AutoSwitch::Auto && !opt.mixed_precision &&
+        !model::functional::winograd_refiner_unavailable(opt.channels_last, cfg.refiner_channels);
     // The float32 refiner block both ways, timed once: for float32's precision estimate and
     // for the winograd_conv choice. Winograd is +inf where it cannot run.
     std::optional<double> ref32_direct, ref32_wino;
@@ -615,13 +614,8 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
   }
   {
     // Why the Winograd path cannot run here, where it cannot (empty where it can).
-    const char* cannot = !cpu || !f32 ? ""
-                         : !model::functional::winograd_conv_available()
-                             ? "the Winograd kernel needs AVX2 + FMA and its self-test, which this CPU lacks"
-                         : !opt.channels_last ? "needs channels_last"
-                         : !kernels::winograd_conv_f32_supported(cfg.refiner_channels, cfg.refiner_channels)
-                             ? "refiner_channels is not a multiple of 16"
-                             : "";
+    const char* why = model::functional::winograd_refiner_unavailable(opt.channels_last, cfg.refiner_channels);
+    const char* cannot = !cpu || !f32 || !why ? "" : why;
     if (opt.winograd_conv == AutoSwitch::Auto) {
       const auto* d = plan.find("winograd_conv");
       opt.winograd_conv = d && d->value == "true" ? AutoSwitch::On : AutoSwitch::Off;
