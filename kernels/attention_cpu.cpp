@@ -1,4 +1,5 @@
 #include "attention_cpu.h"
+#include "flush_denormals.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
@@ -278,6 +279,7 @@ torch::Tensor native_attention_bf16(const torch::Tensor& q, const torch::Tensor&
   });
   const int64_t tiles = (nq + kMq - 1) / kMq;
   at::parallel_for(0, B * H * tiles, 1, [&](int64_t b, int64_t e) {
+    const FlushDenormalsScope ftz;  // underflowing probabilities: flush_denormals.h
     for (int64_t t = b; t < e; ++t) {
       const int64_t bh = t / tiles, i0 = (t % tiles) * kMq, i1 = std::min(nq, i0 + kMq);
       attend_rows(u16(q) + bh * nq * d, kp.data() + bh * kp_size, vp.data() + bh * vp_size,

@@ -1,4 +1,5 @@
 #include "attention_f32_cpu.h"
+#include "flush_denormals.h"
 
 #include <ATen/Parallel.h>
 
@@ -518,6 +519,7 @@ void run(Isa isa, const AttentionF32Shape& s, const AttentionF32View& q, const A
     });
   }
   at::parallel_for(0, problems * tiles, 1, [&](int64_t b, int64_t e) {
+    const FlushDenormalsScope ftz;  // underflowing probabilities: flush_denormals.h
     thread_local Scratch w;
     for (int64_t t = b; t < e; ++t) {
       const int64_t p = t / tiles, i0 = (t % tiles) * kMq, i1 = std::min(s.nq, i0 + kMq);

@@ -21,6 +21,10 @@
 #include <fstream>
 #include <iostream>
 #include <tuple>
+#include <vector>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 namespace K = corridorkey::kernels;
 
@@ -235,6 +239,50 @@ TEST_CASE("native fp32 attention matches float64 attention to fp32 rounding, in 
   F::mask_unit_attention(torch::randn({1, 64, 3 * 2 * 12}), 2, 1, 1, true, {}, true);
   CHECK(K::native_attention_f32_calls() == calls);
 }
+
+#if defined(__x86_64__)
+TEST_CASE("the attention kernels flush subnormals inside and leave the caller's floating-point mode", "[unit]") {
+  // A row whose best key (value 0) outscores the other 199 (values 0.5) by ~200 nats: their
+  // probabilities sit at the kernel's floor, 2^-126, and each product with 0.5 is subnormal.
+  // Flushed (flush_denormals.h) the output is exactly 0; with gradual underflow it would be
+  // 199 x 2^-127 = 1.2e-36, and an Intel core would take a microcode assist per product.
+  if (!K::native_attention_f32_available()) {
+    std::cout << "SKIPPED: no AVX2 + FMA on this CPU; the kernel is not used\n";
+    return;
+  }
+  const int64_t nk = 200, d = 8;
+  std::vector<float> q(d, 0.f), k(static_cast<size_t>(nk * d), 0.f), v(static_cast<size_t>(nk * d), 0.5f);
+  q[0] = 24.f;
+  k[0] = 24.f;                               // score 24 * 24 / sqrt(8) = 204 against 0
+  for (int64_t t = 0; t < d; ++t) v[t] = 0.f;  // the best key's value
+  const unsigned ftz_daz = 0x8040u, caller = _mm_getcsr();
+  for (const std::string isa : {"avx2", "avx512"}) {
+    if (!K::native_attention_f32_use_isa(isa)) continue;
+    INFO("variant " << isa);
+    for (const bool caller_flushes : {false, true}) {
+      _mm_setcsr(caller_flushes ? (caller | ftz_daz) : (caller & ~ftz_daz));
+      const unsigned before = _mm_getcsr();
+      std::vector<float> out(d, -1.f);
+      K::native_attention_f32({1, 1, 1, 1, nk, d}, {q.data(), 0, 0, 0, d}, {k.data(), 0, 0, 0, d},
+                              {v.data(), 0, 0, 0, d}, {out.data(), 0, 0, 0, d});
+      CHECK(_mm_getcsr() == before);  // the caller's mode, whichever it was, is restored
+      for (const float x : out) CHECK(x == 0.0f);
+    }
+  }
+  _mm_setcsr(caller);
+  REQUIRE(K::native_attention_f32_use_isa("auto"));
+  // Gradual underflow is still what the caller gets outside the kernel.
+  volatile float tiny = 1e-38f;
+  CHECK(tiny * 0.5f > 0.0f);
+  if (K::native_attention_available()) {
+    _mm_setcsr(caller & ~ftz_daz);
+    auto qb = torch::randn({1, 2, 40, 56}).to(torch::kBFloat16);
+    K::native_attention_bf16(qb * 8, qb * 8, qb);
+    CHECK(_mm_getcsr() == (caller & ~ftz_daz));
+    _mm_setcsr(caller);
+  }
+}
+#endif
 
 TEST_CASE("fused bilinear upsample-add equals interpolate + add_ to float32 rounding", "[unit]") {
   namespace F = torch::nn::functional;
