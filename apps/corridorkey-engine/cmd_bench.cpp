@@ -180,9 +180,14 @@ void add_bench(CLI::App& app, int& exit_code) {
               (wc ? std::string(", refiner convs ") + (wc->value == "true" ? "Winograd" : "direct") + " (" +
                         wc->source + ")"
                   : std::string());
+          // "refiner convs Winograd (plan)" above says it with its source: the refiner string's
+          // own ", Winograd convolutions" would repeat it.
+          std::string refiner = r.info.refiner;
+          const std::string wino = ", Winograd convolutions";
+          if (wc && refiner.size() > wino.size() && refiner.ends_with(wino)) refiner.resize(refiner.size() - wino.size());
           std::printf("%-30s ran: precision %s (%s), attention %s%s, refiner %s%s\n", "",
                       r.precision.c_str(), d ? d->source.c_str() : "flag", r.info.attention.c_str(),
-                      linear.c_str(), r.info.refiner.c_str(),
+                      linear.c_str(), refiner.c_str(),
                       decoupled ? (", backbone " + std::to_string(r.info.backbone_size) + " (refiner " +
                                    std::to_string(r.info.img_size) + ")").c_str()
                                 : "");

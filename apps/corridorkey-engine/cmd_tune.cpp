@@ -55,7 +55,8 @@ void add_tune(CLI::App& app, int& exit_code) {
                 i.attention.c_str(),
                 lin ? (lin->value == "true" ? ", Linear layers through oneDNN" : ", Linear layers through MKL") : "",
                 i.refiner.c_str(),
-                wc ? (wc->value == "true" ? ", convolutions by Winograd" : ", convolutions direct (oneDNN)") : "");
+                // The refiner string already ends in ", Winograd convolutions" where they run.
+                wc && wc->value != "true" ? ", convolutions direct (oneDNN)" : "");
     exit_code = kOk;
   });
 }

@@ -65,4 +65,13 @@ grep -q -- "--precision '$p'" "$work/job/job.sbatch" || fail "slurm export does 
 grep -q -- "--precision\", \"$p\"" "$work/job/job.openjd.yaml" || fail "openjd export does not pin $p: $(cat "$work/job/job.openjd.yaml")"
 "$cli" job run "$work/job/job.yaml" --chunk 1/1 --precision "$p" --quiet || fail "job run --precision"
 [ -s "$work/job/clips/shot/Output/Matte/0001.exr" ] || fail "job run wrote no matte"
+# 6. the runs line names the refiner's convolutions once (it used to say "Winograd
+#    convolutions, convolutions by Winograd")
+tune --img-size 128 --precision float32 --winograd-conv true > "$work/w.txt" 2>&1 || fail "tune winograd: $(cat "$work/w.txt")"
+n=$(grep "^runs:" "$work/w.txt" | grep -o -i "winograd" | wc -l)
+if grep -q "^winograd_conv true" "$work/w.txt"; then
+  [ "$n" = 1 ] || fail "runs line names Winograd $n times: $(cat "$work/w.txt")"
+else
+  [ "$n" = 0 ] || fail "Winograd named where it does not run: $(cat "$work/w.txt")"
+fi
 echo "cli tune: ok"

@@ -11,6 +11,8 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include <unistd.h>
 
@@ -46,6 +48,23 @@ inline std::string read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
+/// The folders temp_dir() made, removed when the test process exits (CK_KEEP_TEST_FILES=1
+/// keeps them to look at): a suite run used to leave one per StderrCapture and pipeline test.
+struct TempDirs {
+  std::vector<std::filesystem::path> paths;
+  ~TempDirs() {
+    if (const char* keep = std::getenv("CK_KEEP_TEST_FILES"); keep && *keep && std::string(keep) != "0") return;
+    for (const auto& p : paths) {
+      std::error_code ec;
+      std::filesystem::remove_all(p, ec);
+    }
+  }
+};
+inline TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
 /// A fresh empty folder under the system temp dir.
 inline std::filesystem::path temp_dir(const std::string& tag) {
   // The pid keeps two suites on one machine (a TSan run beside the plain one, two worktrees)
@@ -54,6 +73,7 @@ inline std::filesystem::path temp_dir(const std::string& tag) {
            ("ck_test_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
+  temp_dirs().paths.push_back(p);
   return p;
 }
 
