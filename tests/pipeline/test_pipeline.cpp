@@ -748,32 +748,100 @@ TEST_CASE("odd inputs: frame ranges, broken links, oversized headers, colour hin
   fs::remove_all(root);
 }
 
-TEST_CASE("EXRs whose data window does not start at 0,0 are read pixel for pixel", "[pipeline]") {
-  // Renders with overscan or crop windows: the data window's origin is anywhere, even far
-  // from 0 (the reader offsets its buffers through Imf::Slice::Make, not pointer arithmetic).
+namespace {
+/// A float EXR with the given channels (each filled with base + 0.01 * pixel index + channel
+/// offset), display window `disp` and data window `data`, as a renderer writes it.
+void write_exr_windows(const std::string& path, const Imath::Box2i& disp, const Imath::Box2i& data,
+                       const std::vector<std::pair<std::string, float>>& channels) {
+  const int w = data.max.x - data.min.x + 1, h = data.max.y - data.min.y + 1;
+  Imf::Header header(disp, data);
+  for (const auto& c : channels) header.channels().insert(c.first, Imf::Channel(Imf::FLOAT));
+  std::vector<std::vector<float>> px(channels.size(), std::vector<float>(static_cast<size_t>(w) * h));
+  Imf::FrameBuffer fb;
+  for (size_t c = 0; c < channels.size(); ++c) {
+    for (size_t i = 0; i < px[c].size(); ++i) px[c][i] = channels[c].second + 0.01f * static_cast<float>(i);
+    fb.insert(channels[c].first, Imf::Slice::Make(Imf::FLOAT, px[c].data(), data, sizeof(float), sizeof(float) * w));
+  }
+  Imf::OutputFile out(path.c_str(), header);
+  out.setFrameBuffer(fb);
+  out.writePixels(h);
+}
+}  // namespace
+
+TEST_CASE("an EXR is read in its display window: data offset, overscan and far origins", "[pipeline]") {
+  // Renders with overscan or crop windows. The frame is the display window, as compositing
+  // apps read it; keying the data window as the frame put an offset plate's matte off by
+  // its offset in comp. The reader offsets its buffers through Imf::Slice::Make, not
+  // pointer arithmetic, so a far-off origin is fine.
   const auto root = ck_test::temp_dir("exr_window");
-  for (const Imath::V2i origin : {Imath::V2i(-16, 7), Imath::V2i(100000000, -100000000)}) {
-    const int w = 5, h = 3;
-    const Imath::Box2i dw(origin, origin + Imath::V2i(w - 1, h - 1));
-    Imf::Header header(Imath::Box2i(Imath::V2i(0, 0), Imath::V2i(w - 1, h - 1)), dw);
-    header.channels().insert("Y", Imf::Channel(Imf::FLOAT));
-    std::vector<float> px(static_cast<size_t>(w) * h);
-    for (size_t i = 0; i < px.size(); ++i) px[i] = 0.1f * static_cast<float>(i);
-    const auto path = (root / ("o" + std::to_string(origin.x) + ".exr")).string();
-    {
-      Imf::OutputFile out(path.c_str(), header);
-      Imf::FrameBuffer fb;
-      fb.insert("Y", Imf::Slice::Make(Imf::FLOAT, px.data(), dw, sizeof(float), sizeof(float) * w));
-      out.setFrameBuffer(fb);
-      out.writePixels(h);
-    }
-    INFO(path);
+  using B = Imath::Box2i;
+  using V = Imath::V2i;
+  struct Case {
+    const char* name;
+    B disp, data;
+  };
+  for (const Case c : {Case{"same", B(V(0, 0), V(4, 2)), B(V(0, 0), V(4, 2))},
+                       Case{"far", B(V(100000000, -100000000), V(100000004, -99999998)),
+                            B(V(100000000, -100000000), V(100000004, -99999998))},
+                       Case{"offset", B(V(0, 0), V(9, 5)), B(V(3, 2), V(7, 4))},
+                       Case{"overscan", B(V(0, 0), V(4, 2)), B(V(-2, -1), V(6, 3))},
+                       Case{"outside", B(V(0, 0), V(4, 2)), B(V(-16, 7), V(-12, 9))}}) {
+    INFO(c.name);
+    const auto path = (root / (std::string(c.name) + ".exr")).string();
+    write_exr_windows(path, c.disp, c.data, {{"Y", 0.5f}});
     const auto im = io::read_image(path);
-    REQUIRE((im.width == w && im.height == h && im.channels == 1));
-    for (size_t i = 0; i < px.size(); ++i) CHECK(im.pixels[i] == px[i]);
+    const int dw = c.disp.max.x - c.disp.min.x + 1, dh = c.disp.max.y - c.disp.min.y + 1;
+    const int w = c.data.max.x - c.data.min.x + 1;
+    REQUIRE((im.width == dw && im.height == dh && im.channels == 1));
+    const auto probed = io::probe_image_size(path);
+    REQUIRE(probed);
+    CHECK((probed->width == dw && probed->height == dh));  // the pairing and budget see the same frame
+    for (int y = 0; y < dh; ++y)
+      for (int x = 0; x < dw; ++x) {
+        const int ax = x + c.disp.min.x, ay = y + c.disp.min.y;  // absolute pixel position
+        const bool has = ax >= c.data.min.x && ax <= c.data.max.x && ay >= c.data.min.y && ay <= c.data.max.y;
+        const float want = has ? 0.5f + 0.01f * static_cast<float>((ay - c.data.min.y) * w + (ax - c.data.min.x)) : 0.f;
+        INFO("x " << x << " y " << y);
+        CHECK(im.pixels[static_cast<size_t>(y) * dw + x] == want);
+      }
     CHECK(io::readable_output(path));
   }
-  fs::remove_all(root);
+}
+
+TEST_CASE("an EXR plate's RGB is found in a layer or in lower case; several unnamed layers are refused",
+          "[pipeline]") {
+  const auto root = ck_test::temp_dir("exr_layers");
+  const Imath::Box2i win(Imath::V2i(0, 0), Imath::V2i(3, 2));
+  auto read = [&](const std::string& name, const std::vector<std::pair<std::string, float>>& ch) {
+    const auto path = (root / (name + ".exr")).string();
+    write_exr_windows(path, win, win, ch);
+    return io::read_image(path);
+  };
+  // Channel bases tell which were read: R 0.1, G 0.2, B 0.3, A 0.4; others 5+.
+  auto rgb_read = [](const Image& im, int channels) {
+    INFO("channels " << im.channels);
+    REQUIRE(im.channels == channels);
+    for (int c = 0; c < channels; ++c) CHECK(std::fabs(im.pixels[static_cast<size_t>(c)] - 0.1f * static_cast<float>(c + 1)) < 1e-6f);
+  };
+  rgb_read(read("top", {{"R", 0.1f}, {"G", 0.2f}, {"B", 0.3f}, {"diffuse.R", 5.f}, {"diffuse.G", 5.f}, {"diffuse.B", 5.f}}), 3);
+  rgb_read(read("lower", {{"r", 0.1f}, {"g", 0.2f}, {"b", 0.3f}, {"a", 0.4f}}), 4);
+  rgb_read(read("words", {{"red", 0.1f}, {"green", 0.2f}, {"blue", 0.3f}}), 3);
+  rgb_read(read("layer", {{"beauty.R", 0.1f}, {"beauty.G", 0.2f}, {"beauty.B", 0.3f}, {"depth.Z", 7.f}}), 3);
+  rgb_read(read("nested", {{"rl.beauty.R", 0.1f}, {"rl.beauty.G", 0.2f}, {"rl.beauty.B", 0.3f}, {"rl.beauty.A", 0.4f}}), 4);
+  rgb_read(read("beauty_wins", {{"diffuse.R", 5.f}, {"diffuse.G", 5.f}, {"diffuse.B", 5.f},
+                                {"beauty.R", 0.1f}, {"beauty.G", 0.2f}, {"beauty.B", 0.3f}}), 3);
+  // Several layers, none the beauty: which is the plate is not guessed.
+  try {
+    read("two", {{"diffuse.R", 5.f}, {"diffuse.G", 5.f}, {"diffuse.B", 5.f},
+                 {"specular.R", 6.f}, {"specular.G", 6.f}, {"specular.B", 6.f}});
+    FAIL("two RGB layers were read without a word");
+  } catch (const IoError& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("two.exr") && Catch::Matchers::Contains("diffuse") &&
+                             Catch::Matchers::Contains("specular"));
+  }
+  // No RGB at all: the grey / hint cases stay as they were.
+  CHECK(read("y", {{"Y", 0.7f}}).channels == 1);
+  CHECK(read("mask", {{"mask.A", 0.7f}}).channels == 1);
 }
 
 TEST_CASE("every still format the linked OpenCV decodes is a frame, read from a file OpenCV wrote",

@@ -125,7 +125,8 @@ std::optional<ImageSize> bmp(std::istream& f) {
 
 namespace {
 struct ExrHeader {
-  ImageSize size;
+  ImageSize size;            // the display window: the frame read_exr returns
+  ImageSize decoded;         // the data window: what the decoder unpacks first
   uint64_t chunk_bytes = 0;  // the largest chunk unpacked: what the decoder buffers at once
 };
 
@@ -166,8 +167,11 @@ std::optional<ExrHeader> exr_header(const std::string& path) {
       }
       chunk = static_cast<uint64_t>(std::max<int64_t>(w, 0)) * lines * bytes_per_px;
     }
-    // read_exr keeps at most RGBA, as float.
-    return ExrHeader{{w, ht, std::min(std::max(nch, 1), 4), 4}, chunk};
+    // read_exr keeps at most RGBA, as float, and returns the display window.
+    const auto dsp = h.displayWindow();
+    const int64_t dw_w = int64_t{dsp.max.x} - dsp.min.x + 1, dw_h = int64_t{dsp.max.y} - dsp.min.y + 1;
+    const int ch = std::min(std::max(nch, 1), 4);
+    return ExrHeader{{dw_w, dw_h, ch, 4}, {w, ht, ch, 4}, chunk};
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -237,8 +241,19 @@ void check_image_size(const std::string& path, const DecodeLimits& limits) {
   // So does OpenImageIO's DPX reader: a DPX whose header cannot be read is not decoded.
   CK_CHECK(!has_dpx_magic(path) || read_dpx_header(path), IoError, path,
            ": DPX header cannot be parsed (refused before decoding)");
-  const auto s = exr ? std::optional<ImageSize>(exr->size) : probe_image_size(path);
+  auto s = exr ? std::optional<ImageSize>(exr->size) : probe_image_size(path);
   if (!s) return;
+  // An EXR whose data window differs from its display window is decoded at the first and
+  // returned at the second: both must pass, and the budget counts the larger.
+  if (exr && !(exr->decoded.width == s->width && exr->decoded.height == s->height)) {
+    const auto& d = exr->decoded;
+    CK_CHECK(d.width > 0 && d.height > 0 && d.width <= max_pixels / d.height, IoError, path,
+             ": data window of ", d.width, "x", d.height, " pixels (display window ", s->width, "x",
+             s->height, "): empty or more than the limit of ", max_pixels, " per frame (--max-pixels)");
+    if (s->width > 0 && s->height > 0 && static_cast<double>(d.width) * static_cast<double>(d.height) >
+                                              static_cast<double>(s->width) * static_cast<double>(s->height))
+      s = d;
+  }
   CK_CHECK(s->width > 0 && s->height > 0, IoError, path, ": header declares an empty image (",
            s->width, "x", s->height, ")");
   CK_CHECK(s->width <= max_pixels / s->height, IoError, path, ": header declares ", s->width, "x",
@@ -249,7 +264,7 @@ void check_image_size(const std::string& path, const DecodeLimits& limits) {
            " MiB)");
   if (exr)
     CK_CHECK(exr->chunk_bytes <= static_cast<uint64_t>(max_pixels), IoError, path,
-             ": one chunk of this EXR unpacks to ", exr->chunk_bytes, " bytes (", s->width,
+             ": one chunk of this EXR unpacks to ", exr->chunk_bytes, " bytes (", exr->decoded.width,
              " px wide lines, all channels, the lines its compression groups), more than the "
              "limit of ", max_pixels, " (--max-pixels bounds a chunk's bytes too)");
   check_decode_budget(path, *s, exr ? exr->chunk_bytes : 0, limits);

@@ -28,6 +28,8 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <cstring>
+#include <map>
 #include <cerrno>
 #include <csignal>
 #include <unistd.h>
@@ -43,27 +45,78 @@ std::string lower_ext(const std::string& path) {
   return e;
 }
 
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+/// The channels a plate or hint is read from, in order: R, G, B (and A) at the top level;
+/// else the same names in any case (r, g, b; red, green, blue); else one layer's
+/// <layer>.R/G/B (and .A), a render's "beauty" or "rgba" layer where several have them.
+/// Without any RGB set: Y, A or the first channel, as a grey image or a hint. A plate whose
+/// only RGB lies in several other layers is refused, naming them: keying one of them by
+/// guess, or a grey channel, gives a wrong matte without a word (max error 0.95 on a
+/// `beauty.R/G/B` plate read as grey).
+std::vector<std::string> exr_channels(const Imf::ChannelList& cl, const std::string& path) {
+  std::vector<std::string> all;
+  for (auto c = cl.begin(); c != cl.end(); ++c) all.emplace_back(c.name());
+  // layer (text before the last '.', "" at the top level) -> lower-cased last part -> name
+  std::map<std::string, std::map<std::string, std::string>> layers;
+  for (const auto& n : all) {
+    const auto dot = n.rfind('.');
+    const std::string layer = dot == std::string::npos ? "" : n.substr(0, dot);
+    auto part = lower(dot == std::string::npos ? n : n.substr(dot + 1));
+    if (part == "red") part = "r";
+    if (part == "green") part = "g";
+    if (part == "blue") part = "b";
+    if (part == "alpha") part = "a";
+    layers[layer].emplace(part, n);
+  }
+  auto rgb_of = [&](const std::map<std::string, std::string>& parts) {
+    std::vector<std::string> out;
+    for (const char* p : {"r", "g", "b"}) {
+      const auto it = parts.find(p);
+      if (it == parts.end()) return std::vector<std::string>{};
+      out.push_back(it->second);
+    }
+    if (const auto a = parts.find("a"); a != parts.end()) out.push_back(a->second);
+    return out;
+  };
+  if (cl.findChannel("R") && cl.findChannel("G") && cl.findChannel("B")) {
+    std::vector<std::string> out{"R", "G", "B"};
+    if (cl.findChannel("A")) out.emplace_back("A");
+    return out;
+  }
+  if (const auto top = layers.find(""); top != layers.end())
+    if (auto out = rgb_of(top->second); !out.empty()) return out;
+  std::vector<std::string> with_rgb;
+  for (const auto& [layer, parts] : layers)
+    if (!layer.empty() && !rgb_of(parts).empty()) with_rgb.push_back(layer);
+  if (with_rgb.size() == 1) return rgb_of(layers[with_rgb[0]]);
+  for (const char* pref : {"beauty", "rgba", "rgb", "main"})
+    for (const auto& layer : with_rgb)
+      if (lower(layer) == pref) return rgb_of(layers[layer]);
+  if (!with_rgb.empty()) {
+    std::string names;
+    for (const auto& l : with_rgb) names += (names.empty() ? "" : ", ") + l;
+    throw IoError(path + ": EXR has no top-level R, G, B but several layers with them (" + names +
+                  "); none is named beauty or rgba, so which one is the plate is not known: write the "
+                  "plate's layer as R, G, B");
+  }
+  // Not RGB: a grey / Y / alpha-only / single named channel file.
+  for (const char* n : {"Y", "A"})
+    if (cl.findChannel(n)) return {n};
+  if (!all.empty()) return {all.front()};
+  return {};
+}
+
 Image read_exr(const std::string& path) {
   try {
     Imf::InputFile file(path.c_str());
     const auto& header = file.header();
     const auto dw = header.dataWindow();
     const int w = dw.max.x - dw.min.x + 1, h = dw.max.y - dw.min.y + 1;
-    std::vector<std::string> names;
-    const auto& cl = header.channels();
-    for (const char* n : {"R", "G", "B"})
-      if (cl.findChannel(n)) names.emplace_back(n);
-    if (names.size() == 3 && cl.findChannel("A")) names.emplace_back("A");  // RGBA
-    if (names.size() < 3) {
-      // Not RGB: a grey / Y / alpha-only / single named channel file.
-      names.clear();
-      for (const char* n : {"Y", "A"})
-        if (cl.findChannel(n)) {
-          names.emplace_back(n);
-          break;
-        }
-      if (names.empty() && cl.begin() != cl.end()) names.emplace_back(cl.begin().name());
-    }
+    const auto names = exr_channels(header.channels(), path);
     CK_CHECK(!names.empty(), IoError, path, ": EXR has no channels");
     Image im;
     im.width = w;
@@ -78,7 +131,24 @@ Image read_exr(const std::string& path) {
       fb.insert(names[c], Imf::Slice::Make(Imf::FLOAT, im.pixels.data() + c, dw, xs, ys));
     file.setFrameBuffer(fb);
     file.readPixels(dw.min.y, dw.max.y);
-    return im;
+    const auto disp = header.displayWindow();
+    if (disp == dw) return im;
+    // The frame is the display window, as compositing apps read it: pixels of the data
+    // window outside it (overscan) are dropped, display pixels without data are 0. Keying
+    // the data window as the frame put an offset plate's matte 50,30 px off in comp, and
+    // stretched a display-size hint over an overscan plate.
+    Image out;
+    out.width = disp.max.x - disp.min.x + 1;
+    out.height = disp.max.y - disp.min.y + 1;
+    out.channels = im.channels;
+    out.pixels.assign(static_cast<size_t>(out.width) * out.height * out.channels, 0.f);
+    const int64_t x0 = std::max(dw.min.x, disp.min.x), x1 = std::min(dw.max.x, disp.max.x);
+    const int64_t y0 = std::max(dw.min.y, disp.min.y), y1 = std::min(dw.max.y, disp.max.y);
+    for (int64_t y = y0; y <= y1 && x0 <= x1; ++y)
+      std::memcpy(out.pixels.data() + ((y - disp.min.y) * out.width + (x0 - disp.min.x)) * out.channels,
+                  im.pixels.data() + ((y - dw.min.y) * int64_t{w} + (x0 - dw.min.x)) * im.channels,
+                  sizeof(float) * static_cast<size_t>((x1 - x0 + 1) * im.channels));
+    return out;
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
