@@ -26,6 +26,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <vector>
 
 using namespace corridorkey;
@@ -109,6 +110,25 @@ TEST_CASE("the plan never picks a candidate forced to be slow", "[model][tune]")
   corridorkey::detail::inject_trial_delay("tiled", 2500);
   OptimizedEngine d(tuned());
   CHECK_THAT(d.info().refiner, StartsWith("whole image, fused GroupNorm"));
+}
+
+TEST_CASE("a bfloat16 lead that does not hold when re-timed keeps float32 and says why", "[model][tune]") {
+  // The first estimate's float32 refiner is made slow (its trials are tagged "float32
+  // direct" / "float32 winograd"); the re-check times the refiner again as "float32",
+  // which is not, while every bfloat16 trial is. The times shown are the first estimates,
+  // which had bfloat16 ahead, so the decision must say why it is float32.
+  CacheFile cache;
+  corridorkey::detail::inject_trial_delay("float32 direct", 200);
+  corridorkey::detail::inject_trial_delay("float32 winograd", 200);
+  corridorkey::detail::inject_trial_delay("bfloat16", 50);
+  OptimizedEngine e(tuned());
+  const auto& d = decision(e.info(), "model_precision");
+  std::map<std::string, double> t(d.times_ms.begin(), d.times_ms.end());
+  REQUIRE(t.count("bfloat16"));
+  CHECK(t.at("bfloat16") < 0.9 * t.at("float32"));  // the first estimate had bfloat16 ahead
+  CHECK(e.info().precision == "float32");
+  CHECK_THAT(d.why, Contains("did not hold"));
+  CHECK_THAT(e.info().tune.summary(), Contains("did not hold"));
 }
 
 TEST_CASE("an explicit value wins over the plan", "[model][tune]") {
@@ -491,7 +511,10 @@ TEST_CASE("a cached plan that says what this engine never writes is skipped with
                              "appears twice"},
                         Edit{"\"decisions\": [", "\"decisions\": [{\"option\": \"winograd_conv\", \"value\": \"true\", "
                                                    "\"source\": \"plan\", \"why\": \"\", \"times_ms\": {\"winograd\": \"fast\"}}, ",
-                             "is not a number"}}) {
+                             "is not a number"},
+                        // float16 is a GPU's flag rule, never a plan's choice: reported, it ran float32
+                        Edit{"\"option\": \"model_precision\", \"value\": \"", "\"option\": \"model_precision\", \"value\": \"float16\", \"was\": \"",
+                             "is not one this engine makes"}}) {
     INFO(e.why);
     std::string edited = text;
     const auto pos = edited.find(e.from);

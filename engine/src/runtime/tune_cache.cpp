@@ -120,8 +120,9 @@ TunePlan plan_from(const json::Value& v, const std::string& key, const std::stri
     t.why = text_of(d.find("why"));
     // Only what this engine writes: a value it would not choose itself is not applied.
     const bool boolean = t.value == "true" || t.value == "false";
-    const bool ok = (t.option == "model_precision" && (t.value == "float32" || t.value == "bfloat16" ||
-                                                       t.value == "float16")) ||
+    // float16 comes only from the flag rule (a GPU's): the plan chooses float32 or bfloat16.
+    const bool ok = (t.option == "model_precision" &&
+                     (t.value == "float32" || t.value == "bfloat16" || (t.value == "float16" && t.source != "plan"))) ||
                     ((t.option == "native_attention" || t.option == "native_attention.stage1" || t.option == "native_attention.stage2" ||
                       t.option == "native_attention.stage3" || t.option == "native_attention.stage4" ||
                       t.option == "tiled_refiner" || t.option == "onednn_linear" ||

@@ -413,6 +413,7 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
       std::map<std::string, double> est;
       std::vector<TuneDecision> native;
       bool bf16_cut = false;
+      std::string recheck_why;
       for (const std::string cand : {"float32", "bfloat16"}) {
         const auto dt = dtype_of(cand);
         // Cheapest trial first. bfloat16 stops as soon as its partial estimate passes
@@ -465,11 +466,19 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
           b16 = tr.block(sh.stage3, sh.tokens3, torch::kBFloat16, native16_3,
                          native16_3 ? "bfloat16 native" : "bfloat16 sdpa");
         }
-        if (!(tr.frame_estimate(b16, 0, r16) < (1.0 - kMargin) * tr.frame_estimate(b32, 0, r32)))
+        const double again16 = tr.frame_estimate(b16, 0, r16), again32 = tr.frame_estimate(b32, 0, r32);
+        if (!(again16 < (1.0 - kMargin) * again32)) {
           precision = "float32";
+          // The times shown are the first estimates, which had bfloat16 ahead: say why not.
+          recheck_why = "bfloat16's lead did not hold when its stage-3 block and refiner were timed again (" +
+                        config::format_real(std::round(again16)) + " ms against float32's " +
+                        config::format_real(std::round(again32)) + " ms; it must be 10% faster)";
+        }
       }
       plan.decisions.push_back({"model_precision", precision, "plan",
-                                bf16_cut ? "bfloat16 trials stopped once past float32's estimate" : "",
+                                !recheck_why.empty() ? recheck_why
+                                : bf16_cut           ? "bfloat16 trials stopped once past float32's estimate"
+                                                     : "",
                                 {{"float32", est["float32"]}, {"bfloat16", est["bfloat16"]}}});
       if (precision == "bfloat16")
         for (auto& d : native) plan.decisions.push_back(d);
