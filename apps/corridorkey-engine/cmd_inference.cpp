@@ -7,10 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <unistd.h>
@@ -45,6 +48,18 @@ void add_inference(CLI::App& app, int& exit_code) {
     EventStream events;
     try {  // a run that fails outright still ends the --json stream with an event
     const auto eo = args->engine();
+    // A switch given a value (`--native-attention false`) leaves the value as a clip path:
+    // say so as a usage error, before anything loads, not as a missing folder.
+    for (const auto& p : *paths) {
+      std::string w = p;
+      std::transform(w.begin(), w.end(), w.begin(), [](unsigned char c) { return std::tolower(c); });
+      std::error_code ec;
+      if ((w == "true" || w == "false" || w == "auto" || w == "on" || w == "off" || w == "yes" || w == "no") &&
+          !std::filesystem::exists(p, ec))
+        throw ConfigError("'" + p + "' is not a clip folder: a switch such as --native-attention or "
+                          "--flash-attention takes no value (--no-native-attention turns it off; "
+                          "options that take true/false/auto say VALUE in --help)");
+    }
     auto job = std::make_shared<InferenceOptions>(args->inference(*paths));
     job->cancel = &g_cancel;
     std::signal(SIGINT, on_signal);
@@ -95,10 +110,20 @@ void add_inference(CLI::App& app, int& exit_code) {
                      m.screen.c_str(), m.checkpoint.c_str(),
                      m.swapped ? " (green and blue swapped)" : "");
       for (const auto& f : sum.failures) std::fprintf(stderr, "failed: %s\n", f.c_str());
+      if (sum.interrupted)  // exit 130: said in words too, with what is left to do
+        std::fprintf(stderr,
+                     "interrupted: %d of %d frames not keyed; the frames written are whole, and "
+                     "--skip-existing resumes after them\n",
+                     std::max(0, sum.frames_total - sum.frames_done - sum.frames_skipped - sum.frames_failed),
+                     sum.frames_total);
       if (!job->output_root.empty())
         std::fprintf(stderr, "outputs under %s/<clip>/\n", job->output_root.c_str());
       else
-        for (const auto& p : job->paths) std::fprintf(stderr, "outputs under %s/**/Output/\n", p.c_str());
+        for (const auto& p : job->paths) {
+          std::error_code ec;  // a clip folder itself, or a folder of clips
+          const bool one = std::filesystem::is_directory(std::filesystem::path(p) / "Input", ec);
+          std::fprintf(stderr, one ? "outputs in %s/Output/\n" : "outputs under %s/**/Output/\n", p.c_str());
+        }
     }
     exit_code = sum.interrupted          ? kInterrupted
                 : sum.frames_failed == 0 && sum.videos_failed == 0 ? kOk

@@ -160,6 +160,8 @@ void add_job(CLI::App& app, int& exit_code) {
       std::fprintf(stderr, "job %s chunk %d/%d: %d keyed, %d already done, %d failed in %.1f s\n",
                    j.name.c_str(), todo.index, todo.count, s.frames_done, s.frames_skipped,
                    s.frames_failed, s.wall_ms / 1000);
+    if (!*quiet && !*json && s.interrupted)
+      std::fprintf(stderr, "interrupted: the frames written are whole; running the chunk again keys the rest\n");
     if (!*quiet && !*json)
       for (const auto& m : s.clip_models)
         std::fprintf(stderr, "clip %s: %s backing, keyed with %s%s\n", m.clip.c_str(),

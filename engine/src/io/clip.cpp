@@ -224,7 +224,10 @@ std::vector<Clip> discover_clips(const std::vector<std::string>& paths, std::vec
   for (const auto& raw : paths) {
     fs::path p = fs::path(raw).lexically_normal();
     if (p.filename().empty()) p = p.parent_path();
-    CK_CHECK(type_of(p) == fs::file_type::directory, IoError, raw, ": not a folder (expected a clip "
+    const auto type = type_of(p);
+    CK_CHECK(type != fs::file_type::not_found, IoError, raw, ": does not exist (expected a clip folder or a "
+             "folder of clips)");
+    CK_CHECK(type == fs::file_type::directory, IoError, raw, ": not a folder (expected a clip "
              "folder or a folder of clips)");
     if (looks_like_clip(p)) {
       clips.push_back(load_clip(p));
