@@ -31,6 +31,11 @@ basic)
   "$cli" job run "$work/job.yaml" --chunk 2/3 2> "$work/rerun.txt" || fail "rerun"
   grep -q "0 keyed, 3 already done" "$work/rerun.txt" || { cat "$work/rerun.txt"; fail "rerun not idempotent"; }
   "$cli" job run "$work/job.yaml" --chunk 4/3; [ $? -eq 2 ] || fail "bad --chunk not a usage error"
+  # frames past a clip's end are planned up to it, with a warning naming the clip
+  printf 'version: 1\nname: past\nclips:\n  - {path: clips/sh020, frames: 2-9}\nprofile: original\ndevice: cpu\n' > "$work/past.yaml"
+  "$cli" job plan "$work/past.yaml" > "$work/past.txt" 2>&1 || fail "plan past: $(cat "$work/past.txt")"
+  grep -q "clip 'sh020': frames '2-9' reach position 9, but the clip has 3 frames" "$work/past.txt" \
+    || fail "no warning for frames past the clip: $(cat "$work/past.txt")"
   # 8 frames make at most 8 chunks: task 1/9 is not chunk 1/8 (which it was run as, exit 0)
   "$cli" job run "$work/job.yaml" --chunk 1/9 2> "$work/chunk9.txt"; rc=$?
   [ $rc -eq 2 ] && grep -q "only 8 chunks" "$work/chunk9.txt" || fail "--chunk 1/9 of 8 frames gave $rc: $(cat "$work/chunk9.txt")"

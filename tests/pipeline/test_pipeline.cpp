@@ -184,6 +184,43 @@ TEST_CASE("--frames selects, --skip-existing resumes", "[pipeline]") {
   fs::remove_all(root);
 }
 
+TEST_CASE("--frames past the clip, or on a sequence numbered from 1001, warns", "[pipeline]") {
+  // --frames counts positions: on frames 1001-1005, '2-9' keys positions 2-5 (files 1002-1005)
+  // and used to say nothing of either the clipped range or the numbering.
+  const auto root = ck_test::temp_dir("pipe_positions");
+  const auto clip = make_clip(root, "a", 5, 64, 36);
+  for (const char* sub : {"Input", "AlphaHint"})
+    for (const auto& e : std::vector<fs::directory_entry>(fs::directory_iterator(clip / sub), {})) {
+      auto name = e.path().filename().string();
+      const auto at = name.find("_000");
+      if (at != std::string::npos) fs::rename(e.path(), e.path().parent_path() / name.replace(at, 4, "_100"));
+    }
+  InferenceOptions job;
+  job.paths = {clip.string()};
+  job.frames = "2-9";
+  std::vector<std::string> warnings;
+  const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+    if (e.kind == PipelineEvent::Kind::Warning) warnings.push_back(e.message);
+  });
+  CHECK(s.frames_done == 4);
+  CHECK(fs::exists(clip / "Output" / "Matte" / "plate_1002.exr"));
+  auto said = [&](const std::string& text) {
+    return std::any_of(warnings.begin(), warnings.end(), [&](const std::string& w) { return w.find(text) != std::string::npos; });
+  };
+  CHECK(said("reaches position 9, but the clip has 5 frames"));
+  CHECK(said("position 2 is plate_1002"));
+  // Positions that are the numbers: no word about numbering.
+  warnings.clear();
+  const auto plain = make_clip(root, "b", 3, 64, 36);
+  job.paths = {plain.string()};
+  job.frames = "2";
+  run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+    if (e.kind == PipelineEvent::Kind::Warning) warnings.push_back(e.message);
+  });
+  CHECK_FALSE(said("counts positions"));
+  CHECK_FALSE(said("reaches position"));
+}
+
 TEST_CASE("bad inputs: clear errors, nothing partial", "[pipeline]") {
   const auto root = ck_test::temp_dir("pipe_errors");
   InferenceOptions job;

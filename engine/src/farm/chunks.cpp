@@ -37,7 +37,12 @@ JobFrames job_frames(const JobSpec& job) {
     if (frames.empty()) {
       for (int i = 1; i <= n; ++i) f.push_back(i);
     } else {
-      for (int i : io::parse_frame_ranges(frames, n)) f.push_back(i + 1);
+      int asked = 0;
+      for (int i : io::parse_frame_ranges(frames, n, &asked)) f.push_back(i + 1);
+      if (asked > n)  // printed as a warning by job plan / run / export
+        jf.skipped.push_back(job.file + ": clip '" + c.name + "': frames '" + frames + "' reach position " +
+                             std::to_string(asked) + ", but the clip has " + std::to_string(n) +
+                             " frames: positions past " + std::to_string(n) + " are not keyed");
     }
     jf.clip_paths.push_back(c.root);
     jf.clip_names.push_back(c.name);

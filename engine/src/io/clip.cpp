@@ -238,8 +238,9 @@ std::vector<Clip> discover_clips(const std::vector<std::string>& paths, std::vec
   return clips;
 }
 
-std::vector<int> parse_frame_ranges(const std::string& spec, int count) {
+std::vector<int> parse_frame_ranges(const std::string& spec, int count, int* requested_max) {
   std::set<int> out;
+  if (requested_max) *requested_max = 0;
   std::stringstream ss(spec);
   ss.imbue(std::locale::classic());  // numbers in every locale
   std::string part;
@@ -259,6 +260,7 @@ std::vector<int> parse_frame_ranges(const std::string& spec, int count) {
         if (used != part.size() - dash - 1) bad("'" + part + "' is not a number range");
       }
       if (a < 1 || b < a) bad("'" + part + "' must satisfy 1 <= A <= B");
+      if (requested_max) *requested_max = std::max(*requested_max, b);
       for (int i = a; i <= b && i <= count; ++i) out.insert(i - 1);
     } catch (const std::logic_error&) {
       bad("'" + part + "' is not a number range");

@@ -41,7 +41,8 @@ std::vector<Clip> discover_clips(const std::vector<std::string>& paths,
                                  std::vector<std::string>* skipped = nullptr);
 
 /// Parses "A-B[,C-D]" / "N" (1-based, inclusive) into a sorted list of 0-based indices
-/// below `count`. ConfigError for malformed or empty ranges.
-std::vector<int> parse_frame_ranges(const std::string& spec, int count);
+/// below `count`. ConfigError for malformed or empty ranges. `requested_max`: the largest
+/// position asked for, which may lie past `count`.
+std::vector<int> parse_frame_ranges(const std::string& spec, int count, int* requested_max = nullptr);
 
 }  // namespace corridorkey::io

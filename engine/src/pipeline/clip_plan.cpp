@@ -420,9 +420,27 @@ Plan plan_job(const InferenceOptions& job) {
     if (job.frames.empty()) {
       for (int i = 0; i < n; ++i) p.frames.push_back(i);
     } else {
-      p.frames = io::parse_frame_ranges(job.frames, n);
+      int asked = 0;
+      p.frames = io::parse_frame_ranges(job.frames, n, &asked);
       CK_CHECK(!p.frames.empty(), ConfigError, "--frames '", job.frames, "' selects no frame of clip '",
                c.name, "', which has ", n, " frames (1-", n, ")");
+      if (asked > n)
+        plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root,
+                               "--frames '" + job.frames + "' reaches position " + std::to_string(asked) +
+                                   ", but the clip has " + std::to_string(n) + " frames: positions past " +
+                                   std::to_string(n) + " are not keyed"});
+      // Positions, not frame numbers: on a sequence numbered from 1001, --frames 1005 is its
+      // 1005th file (2005), not 1005. Said once per clip where the two differ.
+      if (!c.input.is_video()) {
+        const auto& stem = p.stems[static_cast<size_t>(p.frames.front())];
+        size_t k = stem.size();
+        while (k > 0 && std::isdigit(static_cast<unsigned char>(stem[k - 1]))) --k;
+        if (k < stem.size() && stem.size() - k <= 9 && std::stol(stem.substr(k)) != p.frames.front() + 1)
+          plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root,
+                                 "--frames counts positions in the sequence (1 = its first file), not the "
+                                 "numbers in the file names: position " + std::to_string(p.frames.front() + 1) +
+                                     " is " + fs::path(c.input.frames[static_cast<size_t>(p.frames.front())]).filename().string()});
+      }
     }
     plan.clips.push_back(std::move(p));
   }
