@@ -471,6 +471,20 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
   CHECK(winograd_conv_f32_calls() == calls);
 }
 
+TEST_CASE("a newer engine's tune cache is read for nothing and left as it is", "[model][tune]") {
+  // A shared home on a farm with two engine versions: rewriting the newer file in this
+  // format dropped its plans, on every run of either version.
+  CacheFile cache;
+  const std::string newer = "{\"version\": 99, \"plans\": {\"k\": {\"shape\": \"from the future\"}}}\n";
+  { std::ofstream(cache.path) << newer; }
+  std::string warning;
+  CHECK_FALSE(corridorkey::detail::tune_cache_load("k", warning));
+  CHECK_THAT(warning, Contains("newer engine") && Contains("version 99") && Contains(cache.path));
+  OptimizedEngine e(tuned());  // tunes, keeps the plan in memory
+  CHECK(e.info().tune.origin == "memory");
+  CHECK(ck_test::read_file(cache.path) == newer);
+}
+
 TEST_CASE("a trial time that is not finite is left out of the cache, not written as inf", "[model][tune]") {
   CacheFile cache;
   TunePlan p;

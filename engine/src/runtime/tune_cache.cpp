@@ -157,7 +157,11 @@ struct FileState {
   std::vector<std::pair<std::string, std::string>> raw;  // key -> plan JSON text (kept as read)
   std::map<std::string, TunePlan> plans;
   std::vector<std::string> skipped;  // entries dropped as invalid
+  bool newer = false;                 // written by a newer engine: read nothing, write nothing
 };
+
+/// The cache format this engine reads and writes ("version" in the file).
+constexpr int64_t kCacheVersion = 1;
 
 constexpr size_t kMaxCacheBytes = size_t{8} << 20;
 
@@ -204,6 +208,14 @@ FileState read_file(const std::string& path) {
   try {
     const auto root = json::parse(text, path, {"tune cache", kMaxCacheBytes});
     CK_CHECK(root.kind == json::Value::Kind::Object, ModelError, path, ": not a JSON object");
+    // A newer engine's file (a shared home on a farm with two versions installed) is left as
+    // it is: rewriting it in this format would drop what that engine wrote, on every run.
+    if (const auto* v = root.find("version"); v && v->kind == json::Value::Kind::Int && v->i > kCacheVersion) {
+      st.newer = true;
+      st.error = "is from a newer engine (cache version " + std::to_string(v->i) + "; this engine writes " +
+                 std::to_string(kCacheVersion) + "), left as it is";
+      return st;
+    }
     const auto* plans = root.find("plans");
     CK_CHECK(plans && plans->kind == json::Value::Kind::Object, ModelError, path,
              ": no \"plans\" object");
@@ -296,9 +308,10 @@ bool tune_cache_store(const TunePlan& plan, std::string& warning) {
   const auto st = read_file(path);  // under the lock: another process's plans are kept
   if (st.exists && (st.error == "is a directory" || st.error == "is not a regular file"))
     return fail("the path " + st.error + "; it is left as it is");
+  if (st.newer) return fail("it is from a newer engine's cache format; it is left as it is");
   std::ostringstream out;
   out.imbue(std::locale::classic());  // numbers in every locale
-  out << "{\"version\": 1, \"plans\": {\n";
+  out << "{\"version\": " << kCacheVersion << ", \"plans\": {\n";
   bool first = true;
   for (const auto& [k, text] : st.raw) {
     if (k == plan.key) continue;
