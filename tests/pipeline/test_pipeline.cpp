@@ -221,6 +221,20 @@ TEST_CASE("--frames past the clip, or on a sequence numbered from 1001, warns", 
   CHECK_FALSE(said("reaches position"));
 }
 
+TEST_CASE("only the folders of the outputs asked for are made", "[pipeline]") {
+  const auto root = ck_test::temp_dir("pipe_folders");
+  const auto clip = make_clip(root, "a", 1, 64, 36);
+  InferenceOptions job;
+  job.paths = {clip.string()};
+  job.fg = job.processed = job.comp = false;  // --outputs matte
+  CHECK(run_inference(engine_opts(), job).frames_done == 1);
+  CHECK(fs::exists(clip / "Output" / "Matte" / "plate_0001.exr"));
+  for (const char* d : {"FG", "Processed", "Comp"}) {
+    INFO(d);
+    CHECK_FALSE(fs::exists(clip / "Output" / d));
+  }
+}
+
 TEST_CASE("bad inputs: clear errors, nothing partial", "[pipeline]") {
   const auto root = ck_test::temp_dir("pipe_errors");
   InferenceOptions job;

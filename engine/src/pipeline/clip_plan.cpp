@@ -334,12 +334,19 @@ void check_video_encoder(const Plan& plan, const InferenceOptions& job) {
 void prepare_outputs(ClipPlan& p, const InferenceOptions& job, Plan& plan, bool& warned_locks,
                      const io::DecodeLimits& limits) {
   const auto& c = p.clip;
-  std::vector<fs::path> dirs = {p.out / "FG", p.out / "Matte", p.out / "Processed",
-                                p.out / "Comp", p.out};  // p.out: videos
-  if (p.generate_hint) dirs.push_back(p.out / "AlphaHint");
-  for (const auto& d : dirs) {
+  // The folders of the outputs asked for are made (`--outputs matte` used to leave empty FG/,
+  // Processed/ and Comp/ behind); the others, where a run made them, are only swept of a
+  // killed run's temporary files.
+  std::vector<std::pair<fs::path, bool>> dirs = {{p.out / "FG", job.fg},
+                                                 {p.out / "Matte", job.matte},
+                                                 {p.out / "Processed", job.processed},
+                                                 {p.out / "Comp", job.comp},
+                                                 {p.out, true}};  // p.out: videos
+  if (p.generate_hint) dirs.emplace_back(p.out / "AlphaHint", true);
+  for (const auto& [d, wanted] : dirs) {
     std::error_code ec;
-    fs::create_directories(d, ec);
+    if (!wanted && !fs::is_directory(d, ec)) continue;
+    if (wanted) fs::create_directories(d, ec);
     CK_CHECK(!ec && fs::is_directory(d), IoError, d.string(),
              ": output folder cannot be created (", ec ? ec.message() : "not a folder", ")");
     // Leftovers of a run killed mid-write (SIGKILL, power loss): its temp files.
