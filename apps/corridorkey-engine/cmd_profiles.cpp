@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <iostream>
+#include <sstream>
+#include <set>
 
 namespace corridorkey::cli {
 
@@ -29,7 +31,20 @@ void add_profiles(CLI::App& app, int& exit_code) {
   show->callback([name, args, &exit_code] {
     args->profile = *name;
     const auto o = args->engine();
-    std::cout << to_yaml(o);
+    // A loadable profile: `profiles show optimized > mine.yaml` is where a profile of one's
+    // own starts. The run settings (checkpoint, device, threads, ...) are not profile
+    // fields, and a profile file refuses them: they follow as comments.
+    std::set<std::string> keys;
+    for (const auto& [k, v] : profile_fields(o)) keys.insert(k);
+    std::istringstream all(to_yaml(o));
+    std::string body, run;
+    for (std::string line; std::getline(all, line);) {
+      const auto key = line.substr(0, line.find(':'));
+      if (keys.count(key)) body += line + "\n";
+      else if (key != "profile") run += "#   " + line + "\n";
+    }
+    std::cout << "# profile " << o.profile << ", resolved (save it as a .yaml file to start a profile of your own)\n"
+              << body << "# run settings, not profile fields (flags, job files):\n" << run;
     if (o.model_precision == Precision::Auto)
       std::cout << "# model_precision auto resolves on this machine to: cpu "
                 << to_string(resolve_precision(Precision::Auto, "cpu")) << ", cuda/mps "

@@ -74,4 +74,14 @@ if grep -q "^winograd_conv true" "$work/w.txt"; then
 else
   [ "$n" = 0 ] || fail "Winograd named where it does not run: $(cat "$work/w.txt")"
 fi
+# 7. `profiles show` prints a profile that loads back the same (it printed run settings a
+#    profile file refuses), and a partial profile file says what it leaves at original's values
+"$cli" profiles show optimized > "$work/mine.yaml" 2> /dev/null || fail "profiles show optimized"
+"$cli" profiles show "$work/mine.yaml" > "$work/mine2.txt" 2> "$work/mine2.err" || fail "show its own output: $(cat "$work/mine2.err")"
+grep -q "sets .* profile fields" "$work/mine2.err" && fail "a complete profile warned: $(cat "$work/mine2.err")"
+grep -v '^#' "$work/mine.yaml" > "$work/a.yaml"; grep -v '^#' "$work/mine2.txt" > "$work/b.yaml"
+cmp -s "$work/a.yaml" "$work/b.yaml" || fail "the profile did not load back the same: $(diff "$work/a.yaml" "$work/b.yaml")"
+printf 'engine: optimized\nwinograd_conv: true\n' > "$work/part.yaml"
+"$cli" profiles show "$work/part.yaml" > /dev/null 2> "$work/part.err" || fail "partial profile"
+grep -q "sets 2 of the [0-9]* profile fields" "$work/part.err" || fail "no warning for a partial profile: $(cat "$work/part.err")"
 echo "cli tune: ok"

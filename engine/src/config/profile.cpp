@@ -140,8 +140,24 @@ EngineOptions load_profile(const std::string& name_or_path) {
   ss.imbue(std::locale::classic());  // numbers in every locale
   ss << f.rdbuf();
   EngineOptions o;
-  apply_profile_yaml(o, ss.str(), path);
+  const std::string text = ss.str();
+  apply_profile_yaml(o, text, path);
   o.profile = looks_like_path(name_or_path) ? fs::path(path).stem().string() : name_or_path;
+  if (looks_like_path(name_or_path)) {
+    // A user's file that sets some fields gets the struct defaults, the original profile's,
+    // for the rest: an empty or truncated copy ran every optimization off without a word.
+    const YAML::Node root = config::load_yaml(text, path);
+    size_t set = 0;
+    if (root.IsMap())
+      for (const auto& kv : root) set += config::normalise_key(kv.first.as<std::string>()) != "tile_overlap";
+    const size_t all = profile_fields(o).size();
+    if (set < all)
+      detail::log(LogLevel::Warning,
+                  path + ": sets " + std::to_string(set) + " of the " + std::to_string(all) +
+                      " profile fields; the others keep the original profile's values (no "
+                      "optimization). `corridorkey-engine profiles show optimized > FILE` writes a "
+                      "complete profile to start from");
+  }
   return o;
 }
 
