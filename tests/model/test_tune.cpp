@@ -473,8 +473,9 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
 
 TEST_CASE("a newer engine's tune cache is read for nothing and left as it is", "[model][tune]") {
   // A shared home on a farm with two engine versions: rewriting the newer file in this
-  // format dropped its plans, on every run of either version.
-  CacheFile cache;
+  // format dropped its plans, on every run of either version. A path of its own: the plan
+  // this test keeps in memory is keyed by the path, and would stand in for a later test's.
+  CacheFile cache((ck_test::temp_dir("tune_newer") / "tune.json").string());
   const std::string newer = "{\"version\": 99, \"plans\": {\"k\": {\"shape\": \"from the future\"}}}\n";
   { std::ofstream(cache.path) << newer; }
   std::string warning;

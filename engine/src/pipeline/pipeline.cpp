@@ -8,6 +8,7 @@
 #include "io/clip.h"
 #include "io/image_io.h"
 #include "pipeline/bounded_queue.h"
+#include "pipeline/clip_colour.h"
 #include "pipeline/clip_plan.h"
 #include "pipeline/dma_ring.h"
 #include "pipeline/frame_items.h"
@@ -474,6 +475,7 @@ JobSummary run_inference(const EngineOptions& engine_options, const InferenceOpt
   // them again in the run costs milliseconds.
   std::vector<std::string> skipped;  // a clips root's unreadable clip is skipped, as in the run
   io::discover_clips(job.paths, &skipped);
+  (void)pipeline::resolve_job_colour(job);  // an unknown colour space name, likewise
   auto engine = create_engine(engine_options);
   return run_inference(*engine, job, on_event);
 }

@@ -304,6 +304,9 @@ bool tune_cache_store(const TunePlan& plan, std::string& warning) {
   const auto dir = fs::path(path).parent_path();
   if (!dir.empty()) fs::create_directories(dir, ec);
   if (ec) return fail(ec.message());
+  // Nothing made beside a path that is not a regular file (it left /dev/full.lock).
+  if (const auto t = fs::status(path, ec).type(); !ec && t != fs::file_type::regular && t != fs::file_type::not_found)
+    return fail("the path is not a regular file; it is left as it is");
   FileLock lock(path);
   const auto st = read_file(path);  // under the lock: another process's plans are kept
   if (st.exists && (st.error == "is a directory" || st.error == "is not a regular file"))
