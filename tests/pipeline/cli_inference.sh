@@ -107,6 +107,8 @@ fi
 printf 'not a checkpoint' > "$work/bad.pth"
 "$cli" inference "$work/missing" --checkpoint "$work/bad.pth" --quiet 2> "$work/miss.txt"; rc=$?
 [ $rc -eq 3 ] && grep -q "missing: does not exist" "$work/miss.txt" || fail "missing clip gave $rc: $(cat "$work/miss.txt")"
+"$cli" inference "$work/clip" --output-root "$work/bad.pth" --quiet 2> "$work/or.txt"; rc=$?
+[ $rc -eq 2 ] && grep -q "output_root': .*bad.pth exists and is not a folder" "$work/or.txt" || fail "--output-root a file gave $rc: $(cat "$work/or.txt")"
 "$cli" inference "$work/clip" --checkpoint "$work/bad.pth" --input-colorspace nosuch --quiet 2> "$work/cs.txt"; rc=$?
 [ $rc -eq 2 ] && grep -q "unknown colour space 'nosuch'" "$work/cs.txt" || fail "unknown colour space gave $rc: $(cat "$work/cs.txt")"
 echo "cli inference: ok"

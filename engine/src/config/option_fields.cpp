@@ -2,6 +2,8 @@
 #include <corridorkey/errors.h>
 #include <corridorkey/option_fields.h>
 
+#include <filesystem>
+
 #include "config/engine_fields.h"
 #include "config/inference_fields.h"
 
@@ -43,6 +45,12 @@ void validate_inference_options(const InferenceOptions& o, const std::string& so
                                   {o.video_out.fg, o.fg, "fg"}})
     CK_CHECK(!want || have, ConfigError, source, ": key 'video_out': ", name,
              " is encoded from the ", name, " sequence, which 'outputs' does not select");
+  // A file where the outputs' folder should be fails when the first clip is planned, after
+  // the model loaded (inference) or on the farm (a job that `job plan` accepted).
+  std::error_code ec;
+  CK_CHECK(o.output_root.empty() || !std::filesystem::exists(o.output_root, ec) ||
+               std::filesystem::is_directory(o.output_root, ec),
+           ConfigError, source, ": key 'output_root': ", o.output_root, " exists and is not a folder");
   CK_CHECK(!(o.video_codec == VideoCodec::ProRes && o.video_out.fg && !o.matte), ConfigError,
            source, ": key 'video_codec': ProRes FG carries the matte as alpha; add matte to "
            "'outputs'");
