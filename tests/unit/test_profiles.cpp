@@ -92,6 +92,14 @@ TEST_CASE("overrides win over the profile; profile files by path", "[unit]") {
   CHECK_FALSE(o.flash_attention);
   CHECK(o.model_precision == Precision::BFloat16);
   CHECK(o.tiled_refiner == RefinerTiling::Auto);  // untouched fields keep the profile's value
+  // Named values in any case, as hosts write them (FLOAT32 was refused where fp16 passed).
+  set_profile_field(o, "model_precision", "FLOAT32");
+  CHECK(o.model_precision == Precision::Float32);
+  set_profile_field(o, "model_precision", "BFloat16");
+  CHECK(o.model_precision == Precision::BFloat16);
+  set_profile_field(o, "tiled_refiner", "True");
+  CHECK(o.tiled_refiner == RefinerTiling::On);
+  set_profile_field(o, "tiled_refiner", "auto");
   CHECK_THROWS_WITH(set_profile_field(o, "warp_speed", "9", "--warp-speed"),
                     Contains("--warp-speed") && Contains("unknown key"));
 

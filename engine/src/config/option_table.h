@@ -7,6 +7,7 @@
 #include <corridorkey/errors.h>
 #include <corridorkey/option_fields.h>
 
+#include <cctype>
 #include <functional>
 #include <string>
 #include <utility>
@@ -144,8 +145,12 @@ Field<T> choice_row(const char* key, OptionScope scope, E T::*m,
   Field<T> f;
   f.info = {key, scope, help, "one of " + allowed, "", false, {}, {}};
   f.parse = [m, names](T& o, const std::string& v) {
+    // Case-insensitive, as the hosts' own settings are (FLOAT32, Float32): a value means
+    // one thing whatever its case; every name here is lower case.
+    std::string low = v;
+    for (auto& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     for (const auto& [n, e] : names)
-      if (v == n) {
+      if (low == n) {
         o.*m = e;
         return true;
       }

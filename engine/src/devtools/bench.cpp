@@ -102,7 +102,12 @@ std::vector<BenchRow> refiner_bench(const BenchOptions& b,
                                     const std::function<void(const BenchRow&)>& on_row) {
   return detail::rethrow_torch("refiner benchmark", [&] {
     auto o = bench_engine_options(b, b.profiles.front());
-    auto net = detail::make_model({b.checkpoint, b.img_size, b.random_arch, b.seed}).net;
+    detail::ModelSource src;
+    src.checkpoint = b.checkpoint;
+    src.img_size = b.img_size;
+    src.random_arch = b.random_arch;
+    src.seed = b.seed;
+    auto net = detail::make_model(src).net;
     const std::string device = choose_device(b.device, probe_devices());
     const torch::Device dev(device);
     const auto prec = resolve_precision(o.model_precision, device);
