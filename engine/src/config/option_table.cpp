@@ -9,9 +9,13 @@
 
 namespace corridorkey::config {
 
-bool parse_bool(const std::string& v, bool& out) {
-  std::string s = v;
+std::string lower_case(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool parse_bool(const std::string& v, bool& out) {
+  const std::string s = lower_case(v);
   if (s == "true" || s == "yes" || s == "on" || s == "1") return out = true, true;
   if (s == "false" || s == "no" || s == "off" || s == "0") return out = false, true;
   return false;

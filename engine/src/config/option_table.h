@@ -7,7 +7,6 @@
 #include <corridorkey/errors.h>
 #include <corridorkey/option_fields.h>
 
-#include <cctype>
 #include <functional>
 #include <string>
 #include <utility>
@@ -23,6 +22,8 @@ bool parse_real(const std::string& text, double& out);
 std::string format_real(double v);
 /// "flash-attention" -> "flash_attention".
 std::string normalise_key(std::string key);
+/// ASCII lower case: option values are read in any case ("FLOAT32", "True").
+std::string lower_case(std::string text);
 /// "flash_attention" -> "--flash-attention".
 std::string flag_of(const std::string& key);
 
@@ -147,8 +148,7 @@ Field<T> choice_row(const char* key, OptionScope scope, E T::*m,
   f.parse = [m, names](T& o, const std::string& v) {
     // Case-insensitive, as the hosts' own settings are (FLOAT32, Float32): a value means
     // one thing whatever its case; every name here is lower case.
-    std::string low = v;
-    for (auto& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string low = lower_case(v);
     for (const auto& [n, e] : names)
       if (low == n) {
         o.*m = e;

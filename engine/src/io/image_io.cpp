@@ -39,16 +39,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string lower_ext(const std::string& path) {
-  auto e = fs::path(path).extension().string();
-  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return std::tolower(c); });
-  return e;
-}
-
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
 }
+
+std::string lower_ext(const std::string& path) { return lower(fs::path(path).extension().string()); }
 
 /// The channels a plate or hint is read from, in order: R, G, B (and A) at the top level;
 /// else the same names in any case (r, g, b; red, green, blue); else one layer's
@@ -58,11 +54,10 @@ std::string lower(std::string s) {
 /// guess, or a grey channel, gives a wrong matte without a word (max error 0.95 on a
 /// `beauty.R/G/B` plate read as grey).
 std::vector<std::string> exr_channels(const Imf::ChannelList& cl, const std::string& path) {
-  std::vector<std::string> all;
-  for (auto c = cl.begin(); c != cl.end(); ++c) all.emplace_back(c.name());
   // layer (text before the last '.', "" at the top level) -> lower-cased last part -> name
   std::map<std::string, std::map<std::string, std::string>> layers;
-  for (const auto& n : all) {
+  for (auto c = cl.begin(); c != cl.end(); ++c) {
+    const std::string n = c.name();
     const auto dot = n.rfind('.');
     const std::string layer = dot == std::string::npos ? "" : n.substr(0, dot);
     auto part = lower(dot == std::string::npos ? n : n.substr(dot + 1));
@@ -106,7 +101,7 @@ std::vector<std::string> exr_channels(const Imf::ChannelList& cl, const std::str
   // Not RGB: a grey / Y / alpha-only / single named channel file.
   for (const char* n : {"Y", "A"})
     if (cl.findChannel(n)) return {n};
-  if (!all.empty()) return {all.front()};
+  if (cl.begin() != cl.end()) return {cl.begin().name()};
   return {};
 }
 
