@@ -5,7 +5,7 @@
 // Why: the global-attention blocks (6-23) are ~45% of a CPU frame in bf16, and LibTorch's
 // CPU flash kernel runs bf16 at its float32 speed on CPUs without AMX (176 ms per stage-3
 // block at 1024 on a 2-core AVX-512 BF16 EPYC, fp32 178 ms). Measured gains and the routing
-// rule are in the README ("Measured numbers"); `bench --ops` shows which kernel ran.
+// rule are in docs/performance.md; `bench --ops` shows which kernel ran.
 //
 // Numerics: q k^T exact products of bf16 values summed in float32; probabilities rounded to
 // bf16 for p v (as bf16 flash kernels do); output rounded to bf16. Against float32 SDPA on

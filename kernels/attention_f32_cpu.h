@@ -14,7 +14,7 @@
 // Numerics: every product and sum in float32; exp by a degree-6 polynomial within 2 ulp of
 // expf (LibTorch's own CPU kernel uses exp_u20); the summation order differs from SDPA's, so
 // results match it to float32 rounding (test_kernels.cpp bounds it against the math path in
-// float64). Measured wins and the routing rule: README ("Measured numbers").
+// float64). Measured wins and the routing rule: docs/performance.md.
 #pragma once
 
 #include <cstdint>

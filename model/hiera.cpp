@@ -73,7 +73,7 @@ torch::Tensor HieraBlockImpl::forward(torch::Tensor x, const torch::Tensor& attn
 }
 
 bool HieraBlockImpl::chunk_pays(int64_t rows) const {
-  // Measured per block on a 2-core Zen 3 (float32, 512-row chunks, best of 6; README): the
+  // Measured per block on a 2-core Zen 3 (float32, 512-row chunks, best of 6; docs/performance.md): the
   // narrow stages' GEMMs (K = 112, 224) stream their 4x-wide hidden rows through memory and
   // gain 30-35% at 1024 (stage 1: 591 -> 386 ms, stage 2: 356 -> 241 ms); a 448-wide block
   // gains only once its hidden map is far past the 32 MiB L3 (stage 3 at 2048, 117 MiB:

@@ -13,7 +13,7 @@
 // 331 MiB vs 1024 MiB at 1024x1024, tile 256). Cost: each residual block's two convolutions
 // run 5 times instead of 2 (statistics of GN1, of GN2, then the output), 2.5x the conv
 // FLOPs; on CPU cache-sized tiles win that back (4.98 s vs 5.37 s untiled, same run).
-// Numbers: `corridorkey-engine bench --refiner-only`, README.
+// Numbers: `corridorkey-engine bench --refiner-only`, docs/performance.md.
 #pragma once
 
 #include "refiner.h"

@@ -11,4 +11,4 @@ clip="$root/samples/greenscreen_demo"
 "$cli" inference "$clip" --profile optimized --precision float32 --device auto
 echo
 echo "Outputs: $clip/Output/{FG,Matte,Processed,Comp}/ (Comp/*.png to look at first)."
-echo "With the published weights: $cli inference /path/to/clip --checkpoint CorridorKey.pth --img-size 2048"
+echo "With the published weights: $cli inference /path/to/clip --checkpoint CorridorKey.safetensors --img-size 2048 (a CorridorKey.pth loads too; checkpoints/README.md)"

@@ -12,7 +12,7 @@
 #   CK_BUILD  build directory (default ./build)
 set -euo pipefail
 
-TORCH_VERSION=2.15.0       # LibTorch comes from this wheel; see README "Why the PyPI wheel"
+TORCH_VERSION=2.15.0       # LibTorch comes from this wheel; see docs/build.md "Why LibTorch comes from the PyPI torch wheel"
 TORCHVISION_VERSION=0.29.2 # only because timm imports it
 TIMM_VERSION=1.0.31
 OPENJD_VERSION=0.8.0       # openjd-cli: the job-export tests run real Open Job Description

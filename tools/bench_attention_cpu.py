@@ -2,7 +2,7 @@
 """Global attention on a CPU in float32: LibTorch's flash SDPA against chunked explicit
 softmax(Q K^T) V (two large GEMMs per query chunk), at GreenFormer's global-attention shapes
 (hiera_base_plus: stage 3 = 8 heads x (S/16)^2 tokens, stage 4 = 16 heads x (S/32)^2; head
-dim 56). README "Measured numbers" quotes it: on a 2-core Zen 3 VM, flash 325 ms against
+dim 56). docs/performance.md (the Zen 3 section) quotes it: on a 2-core Zen 3 VM, flash 325 ms against
 1105 ms for chunked at 1024's stage 3, so the explicit form is no way to a faster fp32 path.
 
   python tools/bench_attention_cpu.py [--threads 2]

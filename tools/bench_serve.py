@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Benchmarks of `corridorkey-engine serve` against the issue's targets (README "Embedding
-and serving"). Medians over repeated runs; the CPU model is printed with the numbers.
+"""Benchmarks of `corridorkey-engine serve` against the issue's targets (docs/embedding.md,
+"corridorkey-engine serve"). Medians over repeated runs; the CPU model is printed with the numbers.
 
   bench_serve.py --engine build/apps/corridorkey-engine/corridorkey-engine [--work DIR]
 

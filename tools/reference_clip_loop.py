@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The reference's clip loop in plain Python, for whole-process comparisons with
-`corridorkey-engine inference` (README "Measured numbers"): the same clip folder layout,
+`corridorkey-engine inference` (docs/performance.md): the same clip folder layout,
 the reference's pre-processing (torch bilinear + antialias resize, ImageNet normalisation),
 the GreenFormer forward of tools/greenformer_ref.py, and the reference CPU path's OpenCV
 post-processing (Lanczos-4 resize back, connected-component despeckle, average despill,

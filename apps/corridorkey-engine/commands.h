@@ -5,7 +5,7 @@
 
 namespace corridorkey::cli {
 
-/// Process exit codes (documented in README "Exit codes").
+/// Process exit codes (documented in docs/cli.md "Exit codes").
 enum Exit : int {
   kOk = 0,
   kFailure = 1,      // a check failed (e.g. verify parity out of tolerance)

@@ -28,7 +28,7 @@ EngineOptions load_flat_profile(const std::string& dir, const std::string& name)
     const auto colon = line.find(':');
     CK_CHECK(colon != std::string::npos, ConfigError, path, ":", n, ": expected 'key: value'");
     const auto key = trim(line.substr(0, colon));
-    if (key == "tile_overlap") continue;  // retired (README, profiles)
+    if (key == "tile_overlap") continue;  // retired (docs/profiles.md)
     set_engine_option(o, key, trim(line.substr(colon + 1)), path + ":" + std::to_string(n));
   }
   return o;

@@ -1,4 +1,4 @@
-// Embedding CorridorKey Engine in a host application (the README's example):
+// Embedding CorridorKey Engine in a host application (docs/embedding.md's example):
 // one engine, shared by a pool of worker threads that prepare frames and write results.
 // The engine is not re-entrant, so calls into it are serialised with a mutex; everything
 // around the call (building the views, consuming results) runs in parallel.

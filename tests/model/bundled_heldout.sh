@@ -26,7 +26,7 @@ print("bundled held-out: ok" if ok else "bundled held-out: FAILED (target: <= 0.
 sys.exit(0 if ok else 1)
 PY
 # The draft profile (backbone at half of img_size: 192 for the bundled model's 384) ships
-# because its held-out alpha MSE stays <= 1.3x the full-size MSE (README "Draft").
+# because its held-out alpha MSE stays <= 1.3x the full-size MSE (docs/profiles.md "Draft").
 "$cli" inference "$work/heldout_srgb" --profile draft --output-root "$work/draft" --quiet
 "$cli" inference "$work/heldout_linear" --linear --profile draft --output-root "$work/draft" --quiet
 "$py" "$src/tools/compare_mattes.py" --clip "$work/heldout_srgb" --clip "$work/heldout_linear" \

@@ -322,10 +322,10 @@ TEST_CASE("fused bilinear upsample-add equals interpolate + add_ to float32 roun
 }
 
 // Not run by ctest ([.]): `ck_tests "Winograd convolution speed*"` times the refiner's
-// 64 -> 64 convolution at 1024^2 (channels-last, 2 threads as the README's rows, outputs
+// 64 -> 64 convolution at 1024^2 (channels-last, 2 threads as docs/performance.md's rows, outputs
 // from the host block cache as in the optimized profile, not fresh pages) by Winograd,
 // by oneDNN's direct convolution and by LibTorch's NNPACK F(6x6, 3x3), with each one's error
-// against a float64 convolution: the README's numbers.
+// against a float64 convolution: docs/performance.md's numbers.
 TEST_CASE("Winograd convolution speed against oneDNN and NNPACK", "[.kernel-bench]") {
   namespace F = corridorkey::model::functional;
   REQUIRE(K::winograd_conv_f32_available());

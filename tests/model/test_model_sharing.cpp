@@ -246,7 +246,7 @@ TEST_CASE("on_oom's precision step casts the engine's own copy, not the shared w
   CHECK(b->process_frame(frames[0].plate.view(), frames[0].hint.view()).alpha.pixels == before.pixels);
 }
 
-// The README's measurement (hidden: a minute on 2 cores). One process per mode, so each peak
+// docs/embedding.md's measurement (hidden: a minute on 2 cores). One process per mode, so each peak
 // is its own: CK_MEASURE_MODE=shared (one Model, two engines), separate (two Models), two
 // threads keying one frame each at once, or one (one engine, one frame: the baseline). CK_MEASURE_ARCH / CK_MEASURE_SIZE pick the random
 // weights (hiera_base_plus, 512 by default): the architecture users run, without a download.

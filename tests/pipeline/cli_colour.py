@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Colour management through the real binary (README "Colour"), on plates made by real tools:
+"""Colour management through the real binary (docs/colour.md), on plates made by real tools:
 scene-linear EXRs (ck_make_clip), re-encoded to LogC3 / ACES AP0 by OpenColorIO's own Python
 bindings (ocio_encode.py), a 10-bit log DPX written by oiiotool.
 

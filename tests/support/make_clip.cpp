@@ -12,9 +12,11 @@
 
 int main(int argc, char** argv) {
   using corridorkey::devtools::SyntheticClip;
-  if (argc < 2) {
+  // DIR must not look like an option: `ck_make_clip --help` once wrote a clip into a folder
+  // named --help, which was committed at the repository root. Options come in pairs.
+  if (argc < 2 || argv[1][0] == '-' || argc % 2 != 0) {
     std::fprintf(stderr, "usage: ck_make_clip DIR [--frames N] [--size WxH] [--plate F] [--hint F] "
-                         "[--prefix P] [--digits D] [--soft-edge PX]\n");
+                         "[--prefix P] [--digits D] [--soft-edge PX] [--screen S] [--noise A]\n");
     return 2;
   }
   SyntheticClip c;

@@ -183,7 +183,7 @@ TEST_CASE("colour: names: built in whatever $OCIO says, config names, errors", "
   std::filesystem::remove(good);
 }
 
-// Measurements for the README (hidden: `ck_colour_tests "[bench]"`).
+// Measurements for docs/colour.md (hidden: `ck_colour_tests "[bench]"`).
 TEST_CASE("colour: 4K decode cost and the wide-gamut round trip of a saturated chart", "[.][bench]") {
   // A 3840x2160 RGB float plate of LogC3 values, decoded in place, best of 5.
   std::vector<float> plate(size_t{3840} * 2160 * 3);

@@ -1,5 +1,5 @@
 // `corridorkey-engine serve`: JSON-RPC 2.0, one object per line, for host applications
-// (README "Embedding and serving" has the protocol).
+// (docs/embedding.md has the protocol).
 //
 // Threads: the main thread reads stdin (--stdio) or accepts connections (one reader thread
 // each). Every loaded model has one worker thread and a bounded queue: frame.key and

@@ -1,4 +1,4 @@
-// Colour spaces the engine can read plates in and write outputs in (README "Colour"): the
+// Colour spaces the engine can read plates in and write outputs in (docs/colour.md): the
 // built-in names, made from OpenColorIO's built-in transforms and the same whatever $OCIO
 // says, and the colour spaces of an OCIO config. Torch-free.
 #pragma once

@@ -17,7 +17,7 @@ struct BuiltinSpace {
   const char* name;   // lower case, as given on the command line
   const char* gamut;  // primaries of its scene-linear form (colour/primaries.h)
   Encoding encoding;
-  const char* ocio;   // the OCIO transforms it is made of (README table, `colorspaces`)
+  const char* ocio;   // the OCIO transforms it is made of (docs/colour.md table, `colorspaces`)
 };
 const std::vector<BuiltinSpace>& builtin_spaces();
 const BuiltinSpace* find_builtin(const std::string& name);

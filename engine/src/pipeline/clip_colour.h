@@ -1,4 +1,4 @@
-// Colour decisions of a run (README "Colour"): which colour space each clip's plates are
+// Colour decisions of a run (docs/colour.md): which colour space each clip's plates are
 // in and why, how they are decoded to the scene-linear Rec.709 the --linear path keys, and
 // the spaces of the Processed, FG and Comp outputs. Names are resolved once per run (an
 // unknown name or a broken config is a usage error before any clip is read); `auto` is

@@ -101,7 +101,7 @@ ReadItem prepare_frame(const ClipPlan& p, size_t ci, int index, Image plate, Ima
   if (size_t bad = sanitize(hint))
     it.warnings.push_back(hint_source(p, index) + ": " + std::to_string(bad) +
                           " NaN/Inf samples in the hint set to 0");
-  // Decoded to scene-linear Rec.709 (README "Colour"); then, as the reference treats linear
+  // Decoded to scene-linear Rec.709 (docs/colour.md); then, as the reference treats linear
   // input, negatives (out of Rec.709's gamut, or below black) are clamped to 0 and values
   // above 1 go on to the sRGB encoding unclipped.
   decode_plate(p.colour, plate);

@@ -75,7 +75,7 @@ RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine, FrameSource src,
   p.clip.hint.frames = {src.hint_file.empty() ? std::string("hint") : src.hint_file};
   p.stems = {"frame"};
   const bool exr = is_exr(file);
-  // Colour as a clip's (README "Colour"): input_colorspace, else the deprecated color.
+  // Colour as a clip's (docs/colour.md): input_colorspace, else the deprecated color.
   const auto job_colour = pipeline::resolve_frame_colour(s.input_colorspace, s.color, s.ocio_config);
   p.colour = pipeline::file_colour(job_colour, src.plate_file, /*video=*/false, raw.warnings);
   p.linear = p.colour.linear;

@@ -5,7 +5,7 @@
 // mmap, and LibTorch's CPU allocator keeps nothing. At img_size 1024 a float32 frame makes
 // hundreds of such tensors (a refiner map is 1024^2 x 64 x 4 B = 256 MiB), so each frame
 // faulted in and zeroed its whole working set again, 4 KiB at a time: 3.58 M page faults for
-// four frames, 20% of the run in the kernel (AMD EPYC Zen 3 VM, README). Huge pages alone
+// four frames, 20% of the run in the kernel (AMD EPYC Zen 3 VM, docs/performance.md). Huge pages alone
 // (THP "always" as a test) made the frame 10% faster (13.62 -> 12.27 s).
 //
 // Memory rule: the cache never makes the process map more than the most it has needed at
