@@ -228,8 +228,13 @@ Checkpoint read_checkpoint(const std::string& path_in, const ReadOptions& opt) {
     const auto st = fs::status(path, ec);
     CK_CHECK(!ec || ec == std::errc::no_such_file_or_directory, IoError, path,
              ": cannot reach the checkpoint file: ", ec.message());
-    CK_CHECK(st.type() == fs::file_type::regular || st.type() == fs::file_type::not_found,
-             IoError, path, ": checkpoint is not a regular file");
+    // A FIFO, a device or a socket is a usage error (exit 2), named before open() could block.
+    const auto t = st.type();
+    CK_CHECK(t == fs::file_type::regular || t == fs::file_type::not_found, ConfigError, path,
+             ": checkpoint is not a regular file (",
+             t == fs::file_type::fifo ? "a FIFO" : t == fs::file_type::socket ? "a socket"
+             : t == fs::file_type::block || t == fs::file_type::character ? "a device" : "not a file",
+             ")");
   }
   if (safetensors::is_safetensors_file(path, /*truncated=*/true)) {
     ck.format = CheckpointFormat::Safetensors;

@@ -3,6 +3,7 @@
 #include <corridorkey/errors.h>
 
 #include "json_reader.h"
+#include "mapped_files.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -119,7 +120,9 @@ struct Region {
 };
 
 struct Mapping final : Region {
+  int slot = -1;  // in the table the SIGBUS guard names mapped files from (mapped_files.h)
   ~Mapping() override {
+    unregister_mapped_file(slot);
     if (data) ::munmap(data, size);
   }
 };
@@ -312,6 +315,7 @@ File read_file(const std::string& path, Access access) {
              " (--mmap off reads it instead)");
     m->data = static_cast<char*>(p);
     m->size = size;
+    m->slot = register_mapped_file(p, size, path);
     region = std::move(m);
   } else {
     auto b = make_buffer(size, path);

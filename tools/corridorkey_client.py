@@ -212,6 +212,13 @@ def shm_image(name, width, height, channels, type="float32", stride=0):
             "channels": channels, "type": type, "stride": stride}
 
 
+def _json_or_text(v):
+    try:
+        return json.loads(v)
+    except ValueError:
+        return v
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--engine", default="corridorkey-engine", help="the binary to spawn (serve --stdio)")
@@ -232,7 +239,9 @@ def main():
     try:
         if a.cmd == "key":
             outs = {o: getattr(a, o) for o in ("matte", "fg", "processed", "comp") if getattr(a, o)}
-            settings = dict(kv.split("=", 1) for kv in a.set)
+            # serve checks each setting's JSON type (despill is a number): a value that reads
+            # as JSON (5, 0.5, true) goes as such, anything else as a string.
+            settings = {k: _json_or_text(v) for k, v in (kv.split("=", 1) for kv in a.set)}
             r = client.key(a.plate, hint=a.hint, outputs=outs, **settings)
         else:
             r = client.call(a.method, **json.loads(a.params))

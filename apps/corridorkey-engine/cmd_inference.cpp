@@ -1,6 +1,7 @@
 #include "commands.h"
 #include "event_stream.h"
 #include "option_args.h"
+#include "stop_signals.h"
 
 #include <corridorkey/errors.h>
 #include <corridorkey/pipeline.h>
@@ -22,7 +23,6 @@ namespace corridorkey::cli {
 namespace {
 
 std::atomic<bool> g_cancel{false};
-extern "C" void on_signal(int) { g_cancel = true; }  // async-signal-safe: one atomic store
 
 std::string hms(double s) {
   const int t = static_cast<int>(s + 0.5);
@@ -61,13 +61,14 @@ void add_inference(CLI::App& app, int& exit_code) {
                           "options that take true/false/auto say VALUE in --help)");
     }
     auto job = std::make_shared<InferenceOptions>(args->inference(*paths));
-    job->cancel = &g_cancel;
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    job->cancel = &g_cancel;  // polled once frames are keyed; until then a signal ends the run
 
     const bool bar = !*json && !*quiet && isatty(STDERR_FILENO);
     const auto t0 = std::chrono::steady_clock::now();
     auto on_event = [&](const PipelineEvent& e) {
+      // The models have loaded and the plan is made: from here a signal stops the run after
+      // the frames in flight (stop_signals.h).
+      if (e.kind == PipelineEvent::Kind::JobStarted) cancel_on_signal(&g_cancel);
       if (*json) {
         events.line(event_json(e));
         return;
@@ -77,6 +78,10 @@ void add_inference(CLI::App& app, int& exit_code) {
         if (bar) std::fprintf(stderr, "\r\033[K");
         std::fprintf(stderr, "%s: %s\n", e.kind == PipelineEvent::Kind::Warning ? "warning" : "error",
                      e.message.c_str());
+      }
+      if (e.kind == PipelineEvent::Kind::ClipStarted && !*quiet) {  // what was chosen, terminal or not
+        if (bar) std::fprintf(stderr, "\r\033[K");
+        std::fprintf(stderr, "clip %s: %s\n", e.clip.c_str(), e.message.c_str());
       }
       if (e.kind == PipelineEvent::Kind::VideoWritten && !*quiet)
         std::fprintf(stderr, "wrote %s: %s\n", e.file.c_str(), e.message.c_str());
@@ -89,6 +94,7 @@ void add_inference(CLI::App& app, int& exit_code) {
       }
     };
     const auto sum = run_inference(eo, *job, on_event);
+    default_stop_signals();
     if (bar) std::fprintf(stderr, "\n");
     if (*json) {
       nlohmann::json j = summary_json(sum);

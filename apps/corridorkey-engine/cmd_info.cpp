@@ -59,7 +59,9 @@ void add_info(CLI::App& app, int& exit_code) {
                   "GEMMs run through it; `bench --ops` shows aten::mkldnn_convolution)" : "not built in");
       std::printf("precision auto    cpu: %s, cuda: %s (flag rule; with tune auto the measured "
                   "plan decides on a CPU)\n", s.auto_precision_cpu.c_str(), s.auto_precision_cuda.c_str());
-      std::printf("tune cache        %s\n", tune_cache_path().c_str());
+      std::printf("tune cache        %s\n", tune_cache_path().empty()
+                                             ? "none (HOME and XDG_CACHE_HOME unset): plans are kept in memory"
+                                             : tune_cache_path().c_str());
       print_tune_plans("  ");
     }
     exit_code = kOk;

@@ -1,6 +1,7 @@
 #include "commands.h"
 #include "event_stream.h"
 #include "export_file.h"
+#include "stop_signals.h"
 
 #include <corridorkey/errors.h>
 #include <corridorkey/job.h>
@@ -21,7 +22,6 @@ namespace corridorkey::cli {
 namespace {
 
 std::atomic<bool> g_job_cancel{false};
-extern "C" void on_job_signal(int) { g_job_cancel = true; }
 
 std::string self_path() {
   std::error_code ec;
@@ -140,22 +140,24 @@ void add_job(CLI::App& app, int& exit_code) {
                all.size(), " frames, so only ", all.size(), " chunks");
       todo = all[static_cast<size_t>(i - 1)];
     }
-    j.inference.cancel = &g_job_cancel;
-    std::signal(SIGINT, on_job_signal);
-    std::signal(SIGTERM, on_job_signal);
+    j.inference.cancel = &g_job_cancel;  // polled once frames are keyed (stop_signals.h)
     EventStream events;  // lossless names; a closed stdout stops the events, not the chunk
     const auto s = run_chunk(j, todo, [&](const PipelineEvent& e) {
+      if (e.kind == PipelineEvent::Kind::JobStarted) cancel_on_signal(&g_job_cancel);
       if (*json) {
         nlohmann::json ev{{"event", to_string(e.kind)}, {"clip", e.clip}, {"frame", e.frame},
                           {"message", e.message}};
         if (!e.checkpoint.empty()) ev["checkpoint"] = e.checkpoint;
         if (!e.screen.empty()) ev["screen"] = e.screen;
         events.line(ev);
+      } else if (e.kind == PipelineEvent::Kind::ClipStarted && !*quiet) {
+        std::fprintf(stderr, "clip %s: %s\n", e.clip.c_str(), e.message.c_str());
       } else if (e.kind == PipelineEvent::Kind::FrameFailed || e.kind == PipelineEvent::Kind::Warning ||
                  e.kind == PipelineEvent::Kind::VideoFailed || e.kind == PipelineEvent::Kind::VideoWritten) {
         std::fprintf(stderr, "%s: %s\n", to_string(e.kind), e.message.c_str());
       }
     });
+    default_stop_signals();
     if (!*quiet && !*json)
       std::fprintf(stderr, "job %s chunk %d/%d: %d keyed, %d already done, %d failed in %.1f s\n",
                    j.name.c_str(), todo.index, todo.count, s.frames_done, s.frames_skipped,

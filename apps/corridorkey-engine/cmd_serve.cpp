@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "option_args.h"
 #include "serve/server.h"
+#include "stop_signals.h"
 
 #include <atomic>
 #include <csignal>
@@ -11,13 +12,12 @@
 namespace corridorkey::cli {
 namespace {
 std::atomic<bool> g_stop{false};
-extern "C" void on_stop_signal(int) { g_stop = true; }  // async-signal-safe: one atomic store
 }  // namespace
 
 void add_serve(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "serve", "Serve host applications: JSON-RPC 2.0, one object per line, on stdin/stdout "
-               "(--stdio), a Unix socket or loopback TCP (README \"Embedding and serving\")");
+               "(--stdio), a Unix socket or loopback TCP (docs/embedding.md, \"corridorkey-engine serve\")");
   auto args = add_engine_flags(cmd, "optimized", /*run_fields=*/true);
   struct Flags {
     bool stdio = false;
@@ -46,8 +46,7 @@ void add_serve(CLI::App& app, int& exit_code) {
     c.cache_mb = f->cache_mb;
     c.queue_limit = f->queue_limit;
     c.base = args->engine();
-    std::signal(SIGINT, on_stop_signal);
-    std::signal(SIGTERM, on_stop_signal);
+    cancel_on_signal(&g_stop);  // the first signal stops the server cleanly, a second at once
     exit_code = serve::run_server(c, g_stop);
   });
 }

@@ -47,7 +47,8 @@ void add_tune(CLI::App& app, int& exit_code) {
     std::printf("plan: %s", origin);
     if (p.trial_ms > 0) std::printf(" (trials took %.0f ms)", p.trial_ms);
     std::printf("\n");
-    std::printf("cache: %s\nkey: %s\n", p.cache_path.c_str(), p.key.c_str());
+    std::printf("cache: %s\nkey: %s\n", p.cache_path.empty() ? "none (no cache folder)" : p.cache_path.c_str(),
+                p.key.c_str());
     std::printf("%s", p.summary().c_str());
     const auto* lin = p.find("onednn_linear");  // float32 CPU runs only
     const auto* wc = p.find("winograd_conv");  // float32 CPU runs only

@@ -1,6 +1,7 @@
 // corridorkey-engine: command-line front end of CorridorKey Engine.
 #include "commands.h"
 
+#include <corridorkey/checkpoint.h>
 #include <corridorkey/errors.h>
 #include <corridorkey/version.h>
 
@@ -19,6 +20,8 @@ int main(int argc, char** argv) {
   // A closed stdout (`--json | head -1`) must stop the events, not kill the keying with 141:
   // the write fails with EPIPE instead, and event_stream.cpp reports it once.
   std::signal(SIGPIPE, SIG_IGN);
+  // A mapped checkpoint truncated under the run: a message naming it and exit 4, not SIGBUS.
+  install_mapped_checkpoint_guard();
   int exit_code = cli::kOk;
   cli::add_info(app, exit_code);
   cli::add_verify(app, exit_code);

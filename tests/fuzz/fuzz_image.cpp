@@ -1,5 +1,5 @@
 // libFuzzer target: the frame readers (EXR through OpenEXR, PNG / TIFF / JPEG / BMP through
-// OpenCV, our header probe) on arbitrary bytes. The first byte picks the extension, the rest
+// OpenCV, DPX through OpenImageIO, our header probe and the truncation checks) on arbitrary bytes. The first byte picks the extension, the rest
 // is the file. Anything but a corridorkey::Error (or a clean read) is a finding.
 #include <corridorkey/errors.h>
 
@@ -14,8 +14,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  static const char* exts[] = {".exr", ".png", ".tif", ".jpg", ".bmp"};
-  const std::string path = "/tmp/ck_fuzz_image_" + std::to_string(::getpid()) + exts[data[0] % 5];
+  static const char* exts[] = {".exr", ".png", ".tif", ".jpg", ".bmp", ".dpx"};
+  const std::string path = "/tmp/ck_fuzz_image_" + std::to_string(::getpid()) + exts[data[0] % 6];
   {
     std::ofstream f(path, std::ios::binary);
     f.write(reinterpret_cast<const char*>(data + 1), static_cast<std::streamsize>(size - 1));

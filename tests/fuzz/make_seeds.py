@@ -30,7 +30,7 @@ def put(target, name, data: bytes):
         f.write(data)
 
 
-# image: first byte selects the extension (0 exr, 1 png, 2 tif, 3 jpg, 4 bmp).
+# image: first byte selects the extension (0 exr, 1 png, 2 tif, 3 jpg, 4 bmp, 5 dpx).
 img = (np.linspace(0, 1, 8 * 6 * 3).reshape(6, 8, 3)).astype(np.float32)
 for i, (ext, arr, params) in enumerate([
         (".exr", img, [cv2.IMWRITE_EXR_TYPE, cv2.IMWRITE_EXR_TYPE_HALF]),
@@ -43,6 +43,21 @@ for i, (ext, arr, params) in enumerate([
     put("image", f"seed{ext}", bytes([i]) + buf.tobytes())
 ok, buf = cv2.imencode(".png", (img[..., 0] * 255).astype(np.uint8))
 put("image", "grey.png", bytes([1]) + buf.tobytes())
+# Truncated frames (they keyed as successes once): a JPEG cut at 50 and 90%, and a 10-bit DPX
+# (written by oiiotool, as a scan would be) whole and cut inside its pixel data.
+ok, buf = cv2.imencode(".jpg", (np.random.default_rng(3).random((48, 64, 3)) * 255).astype(np.uint8))
+for pct in (50, 90):
+    put("image", f"cut{pct}.jpg", bytes([3]) + buf.tobytes()[: len(buf) * pct // 100])
+import shutil, subprocess, tempfile  # noqa: E402
+if shutil.which("oiiotool"):
+    with tempfile.TemporaryDirectory() as tmp:
+        png = os.path.join(tmp, "p.png")
+        cv2.imwrite(png, (img * 255).astype(np.uint8))
+        dpx = os.path.join(tmp, "p.dpx")
+        subprocess.run(["oiiotool", png, "-d", "uint10", "-o", dpx], check=True)
+        data = open(dpx, "rb").read()
+        put("image", "seed.dpx", bytes([5]) + data)
+        put("image", "cut.dpx", bytes([5]) + data[: len(data) - 40])
 
 # yaml: a profile and a job file.
 for name in ("original", "optimized"):

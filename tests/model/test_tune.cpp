@@ -1,6 +1,7 @@
 // The measured plan (corridorkey/tune.h): timed trials choose, a forced-slow candidate is
-// not chosen, explicit values win, the cache is reused, a corrupt cache is rebuilt and an
-// unwritable one keeps the plan in memory. Real trials on the tiny checkpoint; slowness is
+// not chosen, explicit values win, the cache is reused, a file that is not the cache's own
+// (corrupt, foreign, a link, read-only) is never replaced, and an unwritable one keeps the
+// plan in memory. Real trials on the tiny checkpoint; slowness is
 // injected as a real sleep inside the timed region (corridorkey::detail::inject_trial_delay).
 #include <corridorkey/engine.h>
 #include <corridorkey/model.h>
@@ -19,6 +20,7 @@
 #include "runtime/tune_plan.h"
 #include "support/support.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cmath>
 #include <cstdlib>
@@ -40,7 +42,8 @@ namespace {
 struct CacheFile {
   std::string path;
   explicit CacheFile(const std::string& p = "") {
-    path = p.empty() ? (fs::temp_directory_path() / ("ck_tune_test_" + std::to_string(::getpid()) + ".json")).string() : p;
+    // A folder of its own: the engine's lock and temporary files live beside the cache.
+    path = p.empty() ? (ck_test::temp_dir("tune_cache") / "tune.json").string() : p;
     std::error_code ec;
     fs::remove(path, ec);
     ::setenv("CORRIDORKEY_TUNE_CACHE", path.c_str(), 1);
@@ -48,7 +51,6 @@ struct CacheFile {
   ~CacheFile() {
     std::error_code ec;
     fs::remove(path, ec);
-    fs::remove(path + ".lock", ec);
     ::unsetenv("CORRIDORKEY_TUNE_CACHE");
     corridorkey::detail::inject_trial_delay("", 0);
   }
@@ -175,17 +177,144 @@ TEST_CASE("a cached plan is reused until refreshed", "[model][tune]") {
   CHECK(error.empty());
 }
 
-TEST_CASE("a corrupt tune cache is rebuilt with a warning", "[model][tune]") {
+TEST_CASE("a corrupt tune cache is left as it is, with a warning, and the plan kept in memory", "[model][tune]") {
+  // Only a file recognisably ours is replaced: a truncated one says nothing about its owner.
   CacheFile cache;
-  { std::ofstream(cache.path) << "{\"version\": 1, \"plans\": {\"k\": [tru"; }
+  const std::string text = "{\"version\": 1, \"plans\": {\"k\": [tru";
+  { std::ofstream(cache.path) << text; }
   OptimizedEngine e(tuned(TuneMode::Auto));
-  CHECK_THAT(e.info().notes, Contains("is corrupt") && Contains(cache.path));
-  CHECK(e.info().tune.origin == "trials");
+  CHECK_THAT(e.info().notes, Contains("not usable") && Contains(cache.path) && Contains("left as it is"));
+  CHECK(e.info().tune.origin == "memory");
+  CHECK(ck_test::read_file(cache.path) == text);
+}
+
+/// The plan tune_cache_store is given in the cache tests below.
+TunePlan stored_plan(const std::string& key) {
+  TunePlan p;
+  p.key = key;
+  p.origin = "trials";
+  p.decisions.push_back({"tiled_refiner", "false", "plan", "", {{"whole", 10.0}, {"tiled", 12.0}}});
+  return p;
+}
+
+/// The names in a folder, sorted.
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> v;
+  for (const auto& e : fs::directory_iterator(dir)) v.push_back(e.path().filename().string());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST_CASE("the tune cache replaces no file that is not its own", "[model][tune]") {
+  const auto dir = ck_test::temp_dir("tune_decoys");
+  const std::string notes = "notes\n", foreign = "{\"plans\": \"another program's\"}\n";
+  struct Case {
+    std::string name, text, why;
+  };
+  for (const Case& c : {Case{"notes.txt", notes, "not usable"},
+                        Case{"other.json", foreign, "not a tune cache"},
+                        Case{"empty.json", "", "not usable"}}) {
+    INFO(c.name);
+    const auto path = dir / c.name;
+    CacheFile cache(path.string());  // (it clears the path: the decoy is written after it)
+    { std::ofstream(path) << c.text; }
+    fs::permissions(path, fs::perms(0640));
+    std::string warning;
+    CHECK_FALSE(corridorkey::detail::tune_cache_load("k", warning));
+    CHECK_THAT(warning, Contains(path.string()) && Contains(c.why));
+    warning.clear();
+    CHECK_FALSE(corridorkey::detail::tune_cache_store(stored_plan("k"), warning));
+    CHECK_THAT(warning, Contains("left as it is") && Contains("kept in memory"));
+    CHECK(ck_test::read_file(path.string()) == c.text);
+    CHECK((fs::status(path).permissions() & fs::perms::all) == fs::perms(0640));
+    // The plan is still there for this process.
+    CHECK(corridorkey::detail::tune_cache_load("k", warning));
+    // Nothing was made beside it: no lock, no temporary file (the last case's file is gone
+    // with its CacheFile).
+    CHECK(names_in(dir) == std::vector<std::string>{c.name});
+  }
+}
+
+TEST_CASE("the tune cache follows no symbolic link and replaces none", "[model][tune]") {
+  const auto dir = ck_test::temp_dir("tune_links");
+  const auto decoy = dir / "decoy.json";
+  // The decoy is even a valid cache: a link to it is refused all the same (a link planted at
+  // a cache path must not lead the engine to any file, ours or not).
+  CacheFile real((dir / "real.json").string());
+  std::string warning;
+  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("a"), warning));
+  fs::rename(dir / "real.json", decoy);
+  const std::string before = ck_test::read_file(decoy.string());
+  CacheFile cache((dir / "link.json").string());
+  fs::create_symlink(decoy, dir / "link.json");
+  warning.clear();
+  CHECK_FALSE(corridorkey::detail::tune_cache_load("a", warning));
+  CHECK_THAT(warning, Contains("symbolic link"));
+  warning.clear();
+  CHECK_FALSE(corridorkey::detail::tune_cache_store(stored_plan("b"), warning));
+  CHECK_THAT(warning, Contains("symbolic link") && Contains("kept in memory"));
+  CHECK(fs::is_symlink(dir / "link.json"));
+  CHECK(ck_test::read_file(decoy.string()) == before);
+}
+
+TEST_CASE("a read-only tune cache is read and never replaced", "[model][tune]") {
+  CacheFile cache;
+  std::string warning;
+  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("a"), warning));
+  fs::permissions(cache.path, fs::perms(0444));
+  const std::string before = ck_test::read_file(cache.path);
+  warning.clear();
+  CHECK(corridorkey::detail::tune_cache_load("a", warning));  // read: its plan is used
+  CHECK(warning.empty());
+  CHECK_FALSE(corridorkey::detail::tune_cache_store(stored_plan("b"), warning));
+  CHECK_THAT(warning, Contains("read-only"));
+  CHECK(ck_test::read_file(cache.path) == before);
+  CHECK((fs::status(cache.path).permissions() & fs::perms::all) == fs::perms(0444));
+}
+
+TEST_CASE("a replaced tune cache keeps its mode, and its helpers carry the engine's names", "[model][tune]") {
+  CacheFile cache;
+  std::string warning;
+  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("a"), warning));
+  fs::permissions(cache.path, fs::perms(0600));
+  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("b"), warning));
+  CHECK((fs::status(cache.path).permissions() & fs::perms::all) == fs::perms(0600));
+  CHECK_THAT(ck_test::read_file(cache.path), Contains("\"format\": \"corridorkey-engine tune cache\""));
   std::string error;
-  const auto plans = corridorkey::detail::tune_cache_read_all(error);
-  CHECK(error.empty());
-  REQUIRE(plans.size() == 1);
-  CHECK(plans.begin()->first == e.info().tune.key);
+  CHECK(corridorkey::detail::tune_cache_read_all(error).size() == 2);
+  CHECK(names_in(fs::path(cache.path).parent_path()) ==
+        std::vector<std::string>{".corridorkey-engine-tune.lock", "tune.json"});
+}
+
+TEST_CASE("a cache file of an earlier version (no format key) is still ours", "[model][tune]") {
+  CacheFile cache;
+  const std::string old = "{\"version\": 1, \"plans\": {\"a\": {\"origin\": \"trials\", \"trial_ms\": 5, "
+                          "\"decisions\": []}}}\n";
+  { std::ofstream(cache.path) << old; }
+  std::string warning;
+  CHECK(corridorkey::detail::tune_cache_load("a", warning));
+  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("b"), warning));
+  std::string error;
+  CHECK(corridorkey::detail::tune_cache_read_all(error).size() == 2);
+}
+
+TEST_CASE("with no HOME nor XDG_CACHE_HOME there is no cache file, in /tmp or anywhere", "[model][tune]") {
+  const char* home = std::getenv("HOME");
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = home ? home : "", saved_xdg = xdg ? xdg : "";
+  const auto old_name = fs::temp_directory_path() / "corridorkey-engine-tune.json";  // the old fallback
+  const bool old_there = fs::exists(old_name);
+  ::unsetenv("CORRIDORKEY_TUNE_CACHE");
+  ::unsetenv("HOME");
+  ::unsetenv("XDG_CACHE_HOME");
+  CHECK(tune_cache_path().empty());
+  std::string warning;
+  CHECK_FALSE(corridorkey::detail::tune_cache_store(stored_plan("nohome"), warning));
+  CHECK_THAT(warning, Contains("no cache folder") && Contains("kept in memory"));
+  CHECK(corridorkey::detail::tune_cache_load("nohome", warning));  // from memory
+  CHECK(fs::exists(old_name) == old_there);
+  if (!saved.empty()) ::setenv("HOME", saved.c_str(), 1);
+  if (!saved_xdg.empty()) ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
 }
 
 TEST_CASE("an unwritable tune cache keeps the plan in memory", "[model][tune]") {

@@ -207,7 +207,14 @@ with spawn() as ck:
     expect_error(lambda: ck.key(os.path.join(work, "missing.png")), -32003, "missing.png", exit_code=3)
     expect_error(lambda: ck.key(os.path.join(clip, "Input", "f1.png"), outputs={"matte": os.path.join(out, "m.png")}),
                  -32002, r"m\.png", exit_code=2)
-    expect_error(lambda: ck.key(os.path.join(clip, "Input", "f1.png"), despill="lots"), -32002, "despill", exit_code=2)
+    # A value of the wrong JSON type is -32602 naming it ("5" for a number was taken as 5);
+    # one of the right type but out of range is the option table's usage error.
+    expect_error(lambda: ck.key(os.path.join(clip, "Input", "f1.png"), despill="lots"), -32602, "despill.*number")
+    expect_error(lambda: ck.key(os.path.join(clip, "Input", "f1.png"), despill="5"), -32602, "despill.*number")
+    expect_error(lambda: ck.key(os.path.join(clip, "Input", "f1.png"), despill=42), -32002, "despill", exit_code=2)
+    expect_error(lambda: ck.call("model.load", img_size=256.5), -32602, "img_size.*integer")
+    expect_error(lambda: ck.call("model.load", flash_attention="true"), -32602, "flash_attention.*boolean")
+    expect_error(lambda: ck.call("frame.key", plate="x.png", screen=1), -32602, "screen.*string")
     expect_error(lambda: ck.repost("f999999", outputs={}), -32013, "f999999")
     expect_error(lambda: ck.call("model.load", profile="no-such-profile"), -32002, "no-such-profile", exit_code=2)
     expect_error(lambda: ck.load(checkpoint=os.path.join(work, "none.pth")), -32003, "none.pth", exit_code=3)
@@ -433,5 +440,57 @@ check(t.info()["protocol"] == 1, "TCP with the token")
 t.shutdown()
 t.close()
 check(srv.wait(120) == 0, "TCP server exit code")
+
+# ---- 10. hardening, round four: slots, failed loads, duplicate keys, FIFOs -------------------
+with spawn() as ck:
+    f1, h1 = os.path.join(clip, "Input", "f1.png"), os.path.join(clip, "AlphaHint", "f1.png")
+    # A duplicate key is -32600, at any depth: the last one used to win (this shut the server down).
+    ck.send_raw('{"jsonrpc":"2.0","id":79,"method":"engine.info","method":"server.shutdown"}')
+    e = ck.raw_reply()
+    check(e["error"]["code"] == -32600 and "twice" in e["error"]["message"], f"duplicate method: {e}")
+    ck.send_raw('{"jsonrpc":"2.0","id":80,"method":"frame.key","params":{"plate":"a.png","plate":"b.png"}}')
+    check(ck.raw_reply()["error"]["code"] == -32600, "a duplicate key in params")
+    check(ck.info()["protocol"] == 1, "the server went on after duplicate keys")
+    # Control characters in an echoed name are escaped, not the end of the message.
+    ck.send_raw(json.dumps({"jsonrpc": "2.0", "id": 81, "method": "frame.\u0000explode"}))
+    e = ck.raw_reply()
+    check(e["error"]["code"] == -32601 and "\\u0000explode" in e["error"]["message"], f"NUL in a method: {e}")
+    # Failed loads take no slot: 8 corrupt checkpoints, then a valid load still works.
+    default = ck.key(f1, hint=h1)["model_id"]
+    base = ck.load(profile="original")
+    for i in range(8):
+        bad = os.path.join(work, f"corrupt{i}.pth")
+        with open(bad, "wb") as f:
+            f.write(os.urandom(2000 + i))
+        e = expect_error(lambda: ck.load(checkpoint=bad, profile="original"), -32004, f"corrupt{i}.pth")
+        # ... and the client is told which model it keys with now: the one it had before.
+        check(e.data.get("keys_with") == base["model_id"] and "takes no slot" in e.message, f"failed load: {e.data}")
+    check(not any("corrupt" in m["checkpoint"] for m in ck.info()["models"]), "a failed load holds a slot")
+    check(ck.key(f1, hint=h1)["model_id"] == base["model_id"], "after a failed load the client left its model")
+    other = ck.load(profile="original", tiled_refiner=True, tile_size=64)
+    check(other["model_id"] != base["model_id"], "a valid load after 8 failed ones")
+    # model.unload: the model leaves; naming it afterwards says so.
+    u = ck.call("model.unload", model_id=other["model_id"])
+    check(u["unloaded"], f"model.unload: {u}")
+    check(all(m["model_id"] != other["model_id"] for m in ck.info()["models"]), "an unloaded model is listed")
+    expect_error(lambda: ck.key(f1, hint=h1, model=other["model_id"]), -32602, "unloaded")
+    expect_error(lambda: ck.call("model.unload", model_id="m000000000000"), -32602, "no model")
+    # Idle models are evicted, least recently used first, when a ninth is asked for.
+    ids = [ck.load(profile="original", tiled_refiner=True, tile_size=32 * (k + 2))["model_id"] for k in range(8)]
+    check(len(ck.info()["models"]) == 8, f"models held: {len(ck.info()['models'])}")
+    check(ck.key(f1, hint=h1, model=ids[-1])["model_id"] == ids[-1], "the newest model keys")
+    listed = {m["model_id"] for m in ck.info()["models"]}
+    check(default not in listed and base["model_id"] not in listed, f"the oldest were not evicted: {listed}")
+    # A fresh client whose first load fails keys with the server's default.
+    with spawn() as ck2:
+        bad = os.path.join(work, "corrupt0.pth")
+        e = expect_error(lambda: ck2.load(checkpoint=bad, profile="original"), -32004, "corrupt0.pth")
+        check(e.data.get("keys_with") == "default", f"no previous model: {e.data}")
+        ck2.key(f1, hint=h1)
+    # An output path that is a FIFO is refused and left a FIFO (a regular EXR was renamed over it).
+    fifo = os.path.join(out, "fifo.exr")
+    os.mkfifo(fifo)
+    expect_error(lambda: ck.key(f1, hint=h1, outputs={"matte": fifo}), -32002, "not a regular file")
+    check(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO output was replaced")
 
 print("serve: ok")

@@ -20,7 +20,7 @@ namespace {
 
 /// InferenceOptions fields that mean something for one frame.
 const std::set<std::string>& frame_inference_keys() {
-  // input_colorspace / ocio_config: the plate's colour space (README "Colour"); the output
+  // input_colorspace / ocio_config: the plate's colour space (docs/colour.md); the output
   // colour spaces (output_colorspace, fg_colorspace, comp_view) are the clip pipeline's only.
   static const std::set<std::string> k = {"color", "input_colorspace", "ocio_config", "screen",
                                           "hint_erode", "hint_blur", "backing_check",
@@ -81,6 +81,11 @@ std::vector<OutputArg> output_args(const json& params, const std::string& method
       std::error_code ec;
       if (std::filesystem::is_directory(o.where.path, ec))
         throw ConfigError(o.where.path + ": " + k + " names a folder; give a file path");
+      // As the CLI's writer refuses it: a FIFO, device or socket there is never replaced.
+      const auto st = std::filesystem::symlink_status(o.where.path, ec);
+      if (!ec && st.type() != std::filesystem::file_type::regular &&
+          st.type() != std::filesystem::file_type::symlink && st.type() != std::filesystem::file_type::not_found)
+        throw ConfigError(o.where.path + ": " + k + " exists and is not a regular file; refusing to replace it");
       const auto e = lower_ext(o.where.path);
       if (formats.find(e.empty() ? "?" : e) == std::string::npos)
         throw ConfigError(o.where.path + ": " + k + " is written as " + formats + "; name the file so");

@@ -4,11 +4,32 @@
 
 #include <corridorkey/errors.h>
 
+#include <corridorkey/option_fields.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <vector>
 
 namespace corridorkey::serve {
 
 using nlohmann::json;
+
+std::string escape_controls(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      out += b;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
 
 json error_object(const std::exception& e) {
   if (auto* r = dynamic_cast<const RpcError*>(&e)) {
@@ -68,13 +89,27 @@ Request parse_request(const std::string& line, json* id_seen) {
     throw RpcError(kInvalidRequest, "request nested deeper than " + std::to_string(kMaxDepth) +
                                         " levels of [ and {: refused before parsing");
   json j;
+  // A key given twice in one object is refused, at any depth: nlohmann keeps the last one, so
+  // {"method":"engine.info","method":"server.shutdown"} shut the server down.
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  std::string duplicate;
+  auto check_keys = [&](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) keys.emplace_back();
+    else if (ev == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    else if (ev == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+             duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   try {
-    j = json::parse(line);
+    j = json::parse(line, check_keys);
   } catch (const json::parse_error& e) {
     throw RpcError(kParseError, std::string("not JSON: ") + e.what());
   } catch (const json::exception& e) {  // a number out of range (1e400): not JSON we can read
     throw RpcError(kParseError, std::string("not JSON: ") + e.what());
   }
+  if (!duplicate.empty())
+    throw RpcError(kInvalidRequest, "key \"" + printable(duplicate) + "\" appears twice in one object; give each key once");
   if (!j.is_object()) throw RpcError(kInvalidRequest, "a request is a JSON object, got " + std::string(j.type_name()));
   Request r;
   if (auto it = j.find("id"); it != j.end()) {
@@ -114,12 +149,74 @@ std::string param_string(const json& params, const char* key, const std::string&
   return it->get<std::string>();
 }
 
+namespace {
+/// Every option field's kind by key (engine and inference tables), with what it allows.
+const std::map<std::string, OptionInfo>& option_infos() {
+  static const std::map<std::string, OptionInfo> m = [] {
+    std::map<std::string, OptionInfo> out;
+    for (const auto& f : engine_option_fields()) out.emplace(f.key, f);
+    for (const auto& f : inference_option_fields()) out.emplace(f.key, f);
+    return out;
+  }();
+  return m;
+}
+}  // namespace
+
 std::string scalar_text(const json& v, const std::string& key, const std::string& method) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
-  if (v.is_number()) return v.dump();  // nlohmann prints numbers locale-independently
-  throw RpcError(kInvalidParams, method + ": \"" + key + "\" must be a string, number or boolean, got " +
-                                     v.type_name());
+  // The JSON type must be the field's: "despill": "5" is a string where a number is due, and
+  // was taken as 5 (the protocol says wrong types get -32602).
+  const auto& infos = option_infos();
+  const auto it = infos.find(key == "precision" ? "model_precision" : key);
+  const OptionKind kind = it == infos.end() ? OptionKind::Text : it->second.kind;
+  const std::string allowed = it == infos.end() ? std::string() : it->second.allowed;
+  auto wrong = [&](const char* expected) {
+    return RpcError(kInvalidParams, method + ": \"" + printable(key) + "\" must be " + expected +
+                                        (allowed.empty() ? "" : " (" + allowed + ")") + ", got " + v.type_name());
+  };
+  switch (kind) {
+    case OptionKind::Switch:
+      if (!v.is_boolean()) throw wrong("a boolean");
+      return v.get<bool>() ? "true" : "false";
+    case OptionKind::Integer:
+      if (!v.is_number_integer()) throw wrong("an integer");
+      return v.dump();  // nlohmann prints numbers locale-independently
+    case OptionKind::Real:
+      if (!v.is_number()) throw wrong("a number");
+      return v.dump();
+    case OptionKind::Size:
+      if (v.is_number_integer()) return v.dump();
+      if (!v.is_string()) throw wrong("an integer or a percentage as a string (\"50%\")");
+      return v.get<std::string>();
+    case OptionKind::Choice:
+      // Tri-state switches (native_attention, tiled_refiner...) also take true / false.
+      if (v.is_boolean() && allowed.find("true") != std::string::npos) return v.get<bool>() ? "true" : "false";
+      if (!v.is_string()) throw wrong("a string");
+      return v.get<std::string>();
+    case OptionKind::Text:
+      break;
+  }
+  if (!v.is_string()) throw wrong("a string");
+  return v.get<std::string>();
+}
+
+std::string printable(const std::string& s, std::size_t max) {
+  // Control characters, NUL among them (it cut an error message short), as JSON escapes; long
+  // values cut, so an echoed name never floods a reply or a log.
+  std::string out;
+  for (unsigned char c : s) {
+    if (out.size() >= max) {
+      out += "...";
+      break;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      out += b;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace corridorkey::serve

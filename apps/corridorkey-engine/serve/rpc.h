@@ -1,7 +1,6 @@
 // JSON-RPC 2.0 for `serve`: the error codes, the reply objects and typed access to params.
 // Codes below -32000 are the server's own; each maps to one of the CLI's exit classes, so a
-// host handles a failed request as it would handle the CLI's exit code (README "Embedding
-// and serving").
+// host handles a failed request as it would handle the CLI's exit code (docs/embedding.md).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -29,11 +28,15 @@ enum Code : int {
   kFailure = -32001,         // anything else: exit 1
 };
 
+/// `s` with control characters other than newline and tab written as JSON-style escapes
+/// (a NUL in an echoed method name cut the message short, what() being a C string).
+std::string escape_controls(const std::string& s);
+
 /// A failed request with its code; `data` goes into the error object as is.
 class RpcError : public std::runtime_error {
  public:
   RpcError(int code, const std::string& message, nlohmann::json data = nullptr)
-      : std::runtime_error(message), code_(code), data_(std::move(data)) {}
+      : std::runtime_error(escape_controls(message)), code_(code), data_(std::move(data)) {}
   int code() const { return code_; }
   const nlohmann::json& data() const { return data_; }
 
@@ -67,7 +70,10 @@ Request parse_request(const std::string& line, nlohmann::json* id_seen);
 std::string param_string(const nlohmann::json& params, const char* key, const std::string& method,
                          const std::string& fallback = {});
 bool has_param(const nlohmann::json& params, const char* key);
-/// A JSON scalar as the text the option tables parse ("0.5", "true", "cpu").
+/// A JSON scalar as the text the option tables parse ("0.5", "true", "cpu"), of the JSON type
+/// the field's kind asks for (OptionKind): RpcError kInvalidParams naming the key otherwise.
 std::string scalar_text(const nlohmann::json& v, const std::string& key, const std::string& method);
+/// `s` fit to quote in a message: control characters escaped, at most `max` bytes kept.
+std::string printable(const std::string& s, std::size_t max = 200);
 
 }  // namespace corridorkey::serve

@@ -98,19 +98,67 @@ EngineOptions Server::load_options(const json& params, const std::string& method
   return o;
 }
 
-/// Models stay loaded until the server exits: a client asking for one setting after
-/// another (img_size 512, 520, ...) must not load engines until memory runs out.
+/// At most this many models at once: a client asking for one setting after another
+/// (img_size 512, 520, ...) must not load engines until memory runs out. When a new one is
+/// asked for with all of them held, the least recently used idle one is unloaded; with none
+/// idle, the request gets a busy error. A load that fails takes no slot.
 constexpr std::size_t kMaxModels = 8;
+
+void Server::retire_locked(ModelSlot& s, const std::string& why) {
+  auto it = models_.find(s.id);
+  if (it == models_.end() || it->second.get() != &s) return;  // out already
+  retired_.push_back(it->second);
+  models_.erase(it);
+  gone_[s.id] = why;
+  gone_order_.push_back(s.id);
+  while (gone_order_.size() > 64) {
+    gone_.erase(gone_order_.front());
+    gone_order_.pop_front();
+  }
+  {
+    std::lock_guard<std::mutex> l(s.m);
+    s.closing = true;
+    s.retired = true;
+  }
+  s.cv.notify_all();
+}
+
+void Server::reap_retired(bool all) {
+  std::vector<std::shared_ptr<ModelSlot>> done;
+  {
+    std::lock_guard<std::mutex> l(models_m_);
+    for (auto it = retired_.begin(); it != retired_.end();) {
+      if (all || (*it)->ended.load()) {
+        done.push_back(*it);
+        it = retired_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& s : done)  // outside the lock: a worker finishing its queue may need models_m_
+    if (s->worker.joinable()) s->worker.join();
+}
 
 std::shared_ptr<ModelSlot> Server::slot_for(EngineOptions o, const std::string& profile,
                                             bool include_post) {
   const std::string id = model_key(o, include_post);
+  reap_retired(false);
   std::lock_guard<std::mutex> l(models_m_);
-  if (!models_.count(id) && models_.size() >= kMaxModels)
-    throw RpcError(kBusy, "the server holds " + std::to_string(kMaxModels) +
-                              " models already (one per distinct checkpoint, profile and engine "
-                              "settings); reuse one (its model_id) or restart the server",
-                   json{{"kind", "busy"}, {"models", models_.size()}});
+  if (!models_.count(id) && models_.size() >= kMaxModels) {
+    std::shared_ptr<ModelSlot> lru;  // the least recently used slot with nothing to do
+    for (const auto& [k, s] : models_) {
+      std::lock_guard<std::mutex> ls(s->m);
+      if (s->queue.empty() && s->active == 0 && (!lru || s->last_used < lru->last_used)) lru = s;
+    }
+    if (!lru)
+      throw RpcError(kBusy, "the server holds " + std::to_string(kMaxModels) +
+                                " models already, all of them busy (one per distinct checkpoint, profile "
+                                "and engine settings); reuse one (its model_id), wait, or model.unload one",
+                     json{{"kind", "busy"}, {"models", models_.size()}});
+    retire_locked(*lru, "evicted (unloaded as the least recently used idle model, for another)");
+  }
+  gone_.erase(id);  // loaded again
   auto& s = models_[id];
   if (!s) {
     s = std::make_shared<ModelSlot>();
@@ -129,15 +177,41 @@ std::shared_ptr<ModelSlot> Server::find_slot(const std::string& id) {
   return it == models_.end() ? nullptr : it->second;
 }
 
-std::shared_ptr<ModelSlot> Server::model_for(const Conn& c, const json& params, const std::string& method,
+std::string Server::gone_reason(const std::string& id) {
+  std::lock_guard<std::mutex> l(models_m_);
+  auto it = gone_.find(id);
+  return it == gone_.end() ? std::string() : it->second;
+}
+
+void Server::settle_model(Conn& c) {
+  // A load that failed leaves the client on the model it had before (or the default): its
+  // model.load's error said so. One unloaded or evicted is not replaced silently.
+  if (c.model_id.empty() || find_slot(c.model_id) || gone_reason(c.model_id).rfind("failed to load", 0) != 0) return;
+  c.model_id = c.previous_model_id;
+  c.previous_model_id.clear();
+}
+
+std::shared_ptr<ModelSlot> Server::model_for(Conn& c, const json& params, const std::string& method,
                                              bool post_in_key) {
+  auto gone = [&](const std::string& id) { return gone_reason(id); };
+  settle_model(c);
   std::shared_ptr<ModelSlot> base;
   if (has_param(params, "model")) {
     const auto id = param_string(params, "model", method);
     base = find_slot(id);
-    if (!base) throw RpcError(kInvalidParams, method + ": no model '" + id + "' (model.load returns a model_id)");
+    if (!base) {
+      const auto why = gone(id);
+      throw RpcError(kInvalidParams, method + ": no model '" + printable(id) + "'" +
+                                         (why.empty() ? " (model.load returns a model_id)" : ": it " + why));
+    }
   } else if (!c.model_id.empty()) {
     base = find_slot(c.model_id);
+    if (!base) {
+      const auto why = gone(c.model_id);
+      throw RpcError(kInvalidParams, method + ": this connection's model " + c.model_id + " is gone (" +
+                                         (why.empty() ? "unloaded" : why) +
+                                         "); model.load it again, or name one with \"model\"");
+    }
   }
   if (!base) {
     std::string profile;
@@ -203,6 +277,18 @@ std::shared_ptr<const Model> Server::shared_model(const EngineOptions& o, bool* 
 
 void Server::ensure_loaded(ModelSlot& s) {
   if (s.engine) return;
+  if (s.load_failure) std::rethrow_exception(s.load_failure);  // the requests queued behind it
+  try {
+    load_engines(s);
+  } catch (const std::exception& e) {
+    s.load_failure = std::current_exception();
+    std::lock_guard<std::mutex> l(models_m_);
+    retire_locked(s, std::string("failed to load: ") + e.what());
+    throw;
+  }
+}
+
+void Server::load_engines(ModelSlot& s) {
   const auto t = Clock::now();
   bool shared = false;
   auto engine = create_engine(shared_model(s.opt, &shared), s.opt);
@@ -273,6 +359,9 @@ std::shared_ptr<Job> Server::enqueue(const std::shared_ptr<ModelSlot>& s, const 
     if (s->closing || static_cast<int>(s->queue.size()) >= cfg_.queue_limit) {
       std::lock_guard<std::mutex> lj(jobs_m_);
       jobs_.erase(j->key);
+      if (s->retired)
+        throw RpcError(kInvalidParams, r.method + ": model " + s->id + " left the server as this request came "
+                                                  "(unloaded, evicted or failed to load); model.load it again");
       if (s->closing) throw RpcError(kCancelled, r.method + ": the server is stopping");
       throw RpcError(kBusy, r.method + ": model " + s->id + " has " + std::to_string(s->queue.size()) +
                                 " requests waiting (--queue-limit " + std::to_string(cfg_.queue_limit) +
@@ -302,10 +391,19 @@ void Server::worker_loop(ModelSlot& s) {
     {
       std::unique_lock<std::mutex> l(s.m);
       s.cv.wait(l, [&] { return s.closing || !s.queue.empty(); });
-      if (s.queue.empty()) return;  // closing, and every request received has been answered
+      if (s.queue.empty()) break;  // closing, and every request received has been answered
       j = s.queue.front();
       s.queue.pop_front();
+      s.active = 1;
     }
+    struct Idle {  // however the job ends
+      ModelSlot& s;
+      ~Idle() {
+        std::lock_guard<std::mutex> l(s.m);
+        s.active = 0;
+        s.last_used = Clock::now();
+      }
+    } idle{s};
     if (j->cancelled()) {
       const RpcError e(kCancelled, "job " + j->id + " cancelled before it started" +
                                        (signalled_ ? " (the server is stopping)" : ""));
@@ -323,6 +421,17 @@ void Server::worker_loop(ModelSlot& s) {
       finish_job(*j, nullptr, &e);
     }
   }
+  // An unloaded or evicted model frees its engines now, not when the server exits.
+  bool retired = false;
+  {
+    std::lock_guard<std::mutex> l(s.m);
+    retired = s.retired;
+  }
+  if (retired) {
+    s.blue.reset();
+    s.engine.reset();
+  }
+  s.ended = true;
 }
 
 void Server::cancel_jobs(const std::function<bool(Job&)>& which, bool stop_running_clips) {
@@ -359,12 +468,36 @@ json Server::engine_info() {
           {"default_checkpoint", default_checkpoint()},
           {"default_profile", cfg_.base.profile},
           {"profiles", builtin_profiles()},
-          {"methods", {"engine.info", "model.load", "frame.key", "frame.repost", "clip.key", "job.cancel",
-                       "server.shutdown"}},
+          {"methods", {"engine.info", "model.load", "model.unload", "frame.key", "frame.repost", "clip.key",
+                       "job.cancel", "server.shutdown"}},
           {"models", models},
           {"cache", {{"frames", cache_.frames()}, {"mb", cache_.used_bytes() / 1048576.0},
                      {"limit_mb", cache_.limit_bytes() >> 20}}},
           {"limits", {{"max_request_bytes", cfg_.max_request_bytes}, {"queue_limit", cfg_.queue_limit}}}};
+}
+
+json Server::model_unload(const json& params) {
+  const auto id = param_string(params, "model_id", "model.unload");
+  if (id.empty()) throw RpcError(kInvalidParams, "model.unload: \"model_id\" is required (model.load returns it)");
+  for (const auto& [k, v] : params.items())
+    if (k != "model_id") throw RpcError(kInvalidParams, "model.unload: unknown parameter '" + printable(k) + "'");
+  std::lock_guard<std::mutex> l(models_m_);
+  auto it = models_.find(id);
+  if (it == models_.end()) {
+    auto g = gone_.find(id);
+    throw RpcError(kInvalidParams, "model.unload: no model '" + printable(id) + "'" +
+                                       (g == gone_.end() ? "" : ": it " + g->second));
+  }
+  auto s = it->second;
+  std::size_t queued = 0;
+  bool running = false;
+  {
+    std::lock_guard<std::mutex> ls(s->m);
+    queued = s->queue.size();
+    running = s->active > 0;
+  }
+  retire_locked(*s, "unloaded (model.unload)");
+  return {{"model_id", id}, {"unloaded", true}, {"queued", queued}, {"running", running}};
 }
 
 json Server::job_cancel(const Conn& c, const json& params) {
@@ -407,13 +540,32 @@ void Server::dispatch(const std::shared_ptr<Conn>& c, const Request& r) {
     return reply({{"stopping", true}});
   }
   if (m == "frame.repost") return reply(frame_repost(r.params));
+  if (m == "model.unload") return reply(model_unload(r.params));
   if (m == "model.load") {
+    settle_model(*c);
     std::string profile;
     auto s = slot_for(load_options(r.params, m, profile), profile);
-    c->model_id = s->id;  // this client's frame.key now defaults to it
-    enqueue(s, c, r, [this, s](Job&) {
+    if (c->model_id != s->id) c->previous_model_id = c->model_id;
+    c->model_id = s->id;  // this client's frame.key now defaults to it (if it loads)
+    const std::string previous = c->previous_model_id;
+    enqueue(s, c, r, [this, s, previous](Job&) {
       const bool cached = s->engine != nullptr;
-      ensure_loaded(*s);
+      try {
+        ensure_loaded(*s);
+      } catch (const std::exception& e) {
+        // The client is told which model its frame.key now runs on: the model it had
+        // before, or the server's default; the failed one took no slot.
+        json err = error_object(e);
+        json data = err.contains("data") ? err["data"] : json::object();
+        data["model_id"] = nullptr;
+        data["keys_with"] = previous.empty() ? json("default") : json(previous);
+        throw RpcError(err["code"].get<int>(),
+                       err["message"].get<std::string>() + " (model " + s->id + " was not loaded and takes no "
+                           "slot; this connection keys with " +
+                           (previous.empty() ? std::string("the server's default model") : "its previous model " + previous) +
+                           ")",
+                       data);
+      }
       return load_result(*s, cached);
     });
     return;
@@ -428,9 +580,9 @@ void Server::dispatch(const std::shared_ptr<Conn>& c, const Request& r) {
     enqueue(s, c, r, clip_key(r.params, s));
     return;
   }
-  throw RpcError(kMethodNotFound, "unknown method '" + m +
-                                      "' (engine.info, model.load, frame.key, frame.repost, clip.key, "
-                                      "job.cancel, server.shutdown)");
+  throw RpcError(kMethodNotFound, "unknown method '" + printable(m) +
+                                      "' (engine.info, model.load, model.unload, frame.key, frame.repost, "
+                                      "clip.key, job.cancel, server.shutdown)");
 }
 
 void Server::handle(const std::shared_ptr<Conn>& c, const std::string& line) {
@@ -513,6 +665,8 @@ int Server::run() {
     {
       std::lock_guard<std::mutex> l(models_m_);
       for (auto& [id, s] : models_) slots.push_back(s);
+      for (auto& s : retired_) slots.push_back(s);  // unloaded ones still answering their queue
+      retired_.clear();
     }
     for (auto& s : slots) {  // every request received is answered, then the worker ends
       {
@@ -520,7 +674,7 @@ int Server::run() {
         s->closing = true;
       }
       s->cv.notify_all();
-      s->worker.join();
+      if (s->worker.joinable()) s->worker.join();
     }
     done_ = true;
     watcher.join();

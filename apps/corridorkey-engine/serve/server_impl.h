@@ -42,7 +42,8 @@ struct Conn {
       : ch(in, out, max, owns), authed(!needs_auth) {}
   LineChannel ch;
   uint64_t serial = 0;           // jobs are keyed "<serial>/<job_id>": a client sees only its own
-  std::string model_id;          // reader thread only
+  std::string model_id;          // reader thread only: the model its model.load chose
+  std::string previous_model_id; // reader thread only: the one before, if that load fails
   bool authed;                   // reader thread only
   bool drop = false;             // reader thread only: close after this request
   std::atomic<bool> closed{false};  // a socket client went away: its work is cancelled
@@ -77,9 +78,16 @@ struct ModelSlot {
   std::condition_variable cv;
   std::deque<std::shared_ptr<Job>> queue;
   bool closing = false;
+  bool retired = false;  // unloaded, evicted or failed: out of Server::models_, worker ending
   bool loaded = false;
+  int active = 0;        // jobs running on the worker now (0 or 1)
+  Clock::time_point last_used = Clock::now();
   EngineInfo info;
   std::thread worker;
+  std::atomic<bool> ended{false};  // the worker has returned: the thread may be joined
+  // Worker thread only: the load's failure, rethrown to the jobs queued behind it (the
+  // checkpoint is not read again for each of them).
+  std::exception_ptr load_failure;
 };
 
 /// An image parameter: a path, or a shared-memory block.
@@ -114,23 +122,37 @@ class Server {
   static void reap_readers(std::vector<Reader>& readers);
   json engine_info();
   json job_cancel(const Conn& c, const json& params);
+  /// model.unload: the slot leaves the server; its queued requests are still answered.
+  json model_unload(const json& params);
+  /// Takes `s` out of models_ (models_m_ held): it takes no slot from then on, its worker
+  /// answers what is queued and ends, and its engines are freed on the worker.
+  void retire_locked(ModelSlot& s, const std::string& why);
+  /// Joins the workers of retired slots that have ended (all of them when `all`).
+  void reap_retired(bool all);
   /// The model of these options (post-processing settings part of its identity only when
   /// include_post), created with its worker on first use; at most kMaxModels.
   std::shared_ptr<ModelSlot> slot_for(EngineOptions o, const std::string& profile,
                                       bool include_post = false);
   std::shared_ptr<ModelSlot> find_slot(const std::string& id);
+  /// Why a model_id left the server ("" when it did not, or the reason was forgotten).
+  std::string gone_reason(const std::string& id);
+  /// The connection's model after a failed model.load: the one it had before (or none).
+  void settle_model(Conn& c);
   /// model.load's options: profile + engine settings (top level or in "overrides").
   EngineOptions load_options(const json& params, const std::string& method, std::string& profile);
   /// The model a frame.key / clip.key runs on: "model", else the client's, else the default,
   /// changed by any engine settings among the params (a new model when they differ).
-  std::shared_ptr<ModelSlot> model_for(const Conn& c, const json& params, const std::string& method,
+  std::shared_ptr<ModelSlot> model_for(Conn& c, const json& params, const std::string& method,
                                        bool post_in_key);
   std::shared_ptr<Job> enqueue(const std::shared_ptr<ModelSlot>& s, const std::shared_ptr<Conn>& c,
                                const Request& r, std::function<json(Job&)> run);
   void worker_loop(ModelSlot& s);
   void finish_job(Job& j, const json* result, const std::exception* error);
   void cancel_jobs(const std::function<bool(Job&)>& which, bool stop_running_clips);
+  /// The slot's engines, loaded on first use; a failure is kept (rethrown to the requests
+  /// queued behind it) and takes the slot out of the server.
   void ensure_loaded(ModelSlot& s);
+  void load_engines(ModelSlot& s);
   /// The Model of these options' model_key(): loaded once, then shared by every slot whose
   /// options differ only in per-engine fields (post-processing, refiner, compile mode).
   /// `shared`: set when it was loaded already.
@@ -150,6 +172,11 @@ class Server {
   std::string token_;
   std::mutex models_m_;
   std::map<std::string, std::shared_ptr<ModelSlot>> models_;
+  std::vector<std::shared_ptr<ModelSlot>> retired_;  // under models_m_: workers to join
+  // Under models_m_: why a model_id left the server ("failed to load: ...", "unloaded",
+  // "evicted ..."), for the clients that still name it (bounded: the last 64).
+  std::map<std::string, std::string> gone_;
+  std::deque<std::string> gone_order_;
   std::mutex weights_m_;  // guards weights_ and loading_ (not held while a Model loads)
   std::map<std::string, std::weak_ptr<const Model>> weights_;  // by corridorkey::model_key
   // Loads in progress, by key: a second request for the key waits on the first one's

@@ -55,4 +55,15 @@ struct LoadBenchRow {
 /// the kernel's peak-RSS mark (/proc/self/clear_refs) before each engine load.
 CORRIDORKEY_API std::vector<LoadBenchRow> run_load_bench(const LoadBenchOptions& options);
 
+/// Opt-in, for processes that key with mapped safetensors checkpoints (mmap: true, the
+/// default): installs a SIGBUS handler that turns a fault inside a mapped checkpoint (the
+/// file truncated or rewritten in place while in use) into a line on stderr naming the file
+/// and exit status 4 (_exit: outputs already renamed into place stay whole; a later run
+/// removes the temporary files of frames in flight). A SIGBUS anywhere else goes to the
+/// handler installed before this one, or takes the default action. The library never
+/// installs it by itself; `corridorkey-engine` does at start-up. A host that cannot have the
+/// process end this way should read checkpoints instead (mmap: false). Call once, from any
+/// thread; later calls do nothing.
+CORRIDORKEY_API void install_mapped_checkpoint_guard();
+
 CORRIDORKEY_NAMESPACE_END

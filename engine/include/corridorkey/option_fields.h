@@ -23,6 +23,11 @@ CORRIDORKEY_NAMESPACE_BEGIN
 /// Inference = job files and `inference` flags (outputs, codecs, workers).
 enum class OptionScope { Profile, Run, Inference };
 
+/// What a field's value is, for hosts that pass typed values (serve's JSON): Switch true /
+/// false; Integer; Real (any finite number); Choice one of named values (tri-state choices
+/// also take true / false); Text; Size an integer or a percentage as text ("50%").
+enum class OptionKind { Text, Switch, Integer, Real, Choice, Size };
+
 struct OptionInfo {
   std::string key;            // YAML key; the flag is "--" + key with '_' -> '-'
   OptionScope scope = OptionScope::Profile;
@@ -32,6 +37,7 @@ struct OptionInfo {
   bool is_switch = false;     // true/false: flags --key and --no-key
   std::vector<std::string> aliases;                            // more value flags
   std::vector<std::pair<std::string, std::string>> shortcuts;  // flag -> fixed value
+  OptionKind kind = OptionKind::Text;
 };
 
 /// EngineOptions fields (Profile and Run scope), in table order.

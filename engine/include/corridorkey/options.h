@@ -167,7 +167,7 @@ struct EngineOptions {
   /// Size the encoder and decoders run at, below img_size, for speed: pixels (0 = img_size),
   /// or backbone_percent of img_size when that is > 0 (profiles say `backbone_size: 50%`).
   /// Rounded down to a multiple of 32 with a note; the refiner and the outputs stay at
-  /// img_size. Trades quality at thin strands and semi-transparent edges (README).
+  /// img_size. Trades quality at thin strands and semi-transparent edges (docs/profiles.md).
   int64_t backbone_size = 0;
   int backbone_percent = 0;
   std::string device = "auto";  // auto | cpu | cuda | cuda:N | mps
@@ -235,7 +235,7 @@ struct InferenceOptions {
   /// `color` was given (profile, job file or --linear/--srgb/--color): giving
   /// input_colorspace too is a usage error.
   bool color_given = false;
-  /// Colour management (README "Colour"). input_colorspace: what the plates are in, a
+  /// Colour management (docs/colour.md). input_colorspace: what the plates are in, a
   /// built-in name (`corridorkey-engine colorspaces`), a colour space of the OCIO config, or
   /// auto; empty = from `color`. Plates are decoded to scene-linear Rec.709 and keyed as
   /// --linear keys. output_colorspace: the Processed EXR's (linear) space, empty = the

@@ -54,7 +54,11 @@ struct CORRIDORKEY_API TunePlan {
 };
 
 /// The per-user cache file: $CORRIDORKEY_TUNE_CACHE, else $XDG_CACHE_HOME/corridorkey-engine/
-/// tune.json, else ~/.cache/corridorkey-engine/tune.json.
+/// tune.json, else ~/.cache/corridorkey-engine/tune.json; empty when neither variable is set
+/// (no fixed name in a shared /tmp: plans then stay in the process's memory). The file is
+/// replaced only when it is a regular, writable file in this engine's format (or missing):
+/// a symbolic link, a read-only file or any other file there is left untouched, with one
+/// warning. Its lock and temporary files are named .corridorkey-engine-tune.* in its folder.
 CORRIDORKEY_API std::string tune_cache_path();
 
 /// The cached plans (key, one-line summary), for `info` and `profiles show`. A missing file

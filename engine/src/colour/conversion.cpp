@@ -1,5 +1,7 @@
 #include "colour/conversion.h"
 
+#include "config/input_file.h"
+
 #include <corridorkey/errors.h>
 
 #include <OpenColorIO/OpenColorIO.h>
@@ -26,7 +28,7 @@ void Conversion::apply(float* data, int64_t pixels, int channels, int threads) c
   if (!impl_->cpu || channels < 3 || pixels <= 0) return;
   // Chunks of 16K pixels: OCIO's CPU processor converts a packed line through a scratch
   // buffer of the line's length, so one 8.3M-pixel "line" (a 4K frame) thrashed the cache:
-  // 4K acescg took 1049 ms as one line, far less in chunks (README "Colour").
+  // 4K acescg took 1049 ms as one line, far less in chunks (docs/colour.md).
   constexpr int64_t kChunk = int64_t{1} << 14;
   const int64_t chunks = (pixels + kChunk - 1) / kChunk;
   auto run = [&](int64_t first, int64_t last) {
@@ -150,6 +152,7 @@ OCIO::GroupTransformRcPtr builtin_decode(const BuiltinSpace& b) {
 
 OCIO::ConstConfigRcPtr config_of(const Space& s) {
   if (s.builtin) return OCIO::Config::CreateRaw();  // built-in transforms need no config
+  config::check_input_file(s.config_file, "OCIO config");
   try {
     return OCIO::Config::CreateFromFile(s.config_file.c_str());
   } catch (const OCIO::Exception& e) {

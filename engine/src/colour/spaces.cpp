@@ -1,5 +1,7 @@
 #include "colour/spaces.h"
 
+#include "config/input_file.h"
+
 #include <corridorkey/errors.h>
 
 #include <OpenColorIO/OpenColorIO.h>
@@ -71,6 +73,7 @@ std::string config_file(const std::string& ocio_config) {
 
 namespace {
 OCIO::ConstConfigRcPtr load(const std::string& file) {
+  config::check_input_file(file, "OCIO config");
   try {
     return OCIO::Config::CreateFromFile(file.c_str());
   } catch (const OCIO::Exception& e) {

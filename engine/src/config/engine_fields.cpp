@@ -27,7 +27,7 @@ Field<O> backbone_row() {
             "size the encoder and decoders run at (0 = img_size), in pixels or as a percentage "
             "of img_size (50%); the refiner and outputs stay at img_size. Unlike refiner_scale "
             "(how strongly the refiner corrects), this trades matte detail for speed",
-            "0, a size in pixels (32..16384) or a percentage 1%..100%", "", false, {}, {}};
+            "0, a size in pixels (32..16384) or a percentage 1%..100%", "", false, {}, {}, OptionKind::Size};
   f.parse = [](O& o, const std::string& v) {
     long long x = 0;
     if (!v.empty() && v.back() == '%') {

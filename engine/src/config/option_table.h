@@ -88,7 +88,7 @@ class Table {
 template <class T>
 Field<T> switch_row(const char* key, OptionScope scope, bool T::*m, const char* help) {
   Field<T> f;
-  f.info = {key, scope, help, "true or false", "", true, {}, {}};
+  f.info = {key, scope, help, "true or false", "", true, {}, {}, OptionKind::Switch};
   f.parse = [m](T& o, const std::string& v) { return parse_bool(v, o.*m); };
   f.format = [m](const T& o) { return std::string(o.*m ? "true" : "false"); };
   return f;
@@ -102,7 +102,7 @@ Field<T> int_row(const char* key, OptionScope scope, I T::*m, long long lo, long
   if (allowed.empty())
     allowed = "an integer in " + std::to_string(lo) + ".." + std::to_string(hi);
   Field<T> f;
-  f.info = {key, scope, help, allowed, "", false, {}, {}};
+  f.info = {key, scope, help, allowed, "", false, {}, {}, OptionKind::Integer};
   f.parse = [m, lo, hi, ok](T& o, const std::string& v) {
     long long x = 0;
     if (!parse_int(v, x) || x < lo || x > hi || (ok && !ok(x))) return false;
@@ -118,7 +118,7 @@ template <class T>
 Field<T> real_row(const char* key, OptionScope scope, double T::*m, std::function<bool(double)> ok,
                   const char* help, const char* allowed, double store_scale = 1.0) {
   Field<T> f;
-  f.info = {key, scope, help, allowed, "", false, {}, {}};
+  f.info = {key, scope, help, allowed, "", false, {}, {}, OptionKind::Real};
   f.parse = [m, ok, store_scale](T& o, const std::string& v) {
     double x = 0;
     if (!parse_real(v, x) || !ok(x)) return false;
@@ -144,7 +144,7 @@ Field<T> choice_row(const char* key, OptionScope scope, E T::*m,
     allowed += (allowed.empty() ? "" : ", ") + n;
   }
   Field<T> f;
-  f.info = {key, scope, help, "one of " + allowed, "", false, {}, {}};
+  f.info = {key, scope, help, "one of " + allowed, "", false, {}, {}, OptionKind::Choice};
   f.parse = [m, names](T& o, const std::string& v) {
     // Case-insensitive, as the hosts' own settings are (FLOAT32, Float32): a value means
     // one thing whatever its case; every name here is lower case.

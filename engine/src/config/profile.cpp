@@ -7,6 +7,7 @@
 #include "config/engine_fields.h"
 #include "config/log.h"
 #include "config/inference_fields.h"
+#include "config/input_file.h"
 #include "config/yaml_util.h"
 
 #include <yaml-cpp/yaml.h>
@@ -134,6 +135,7 @@ EngineOptions load_profile(const std::string& name_or_path) {
     }
     path = (fs::path(profile_dir()) / (name_or_path + ".yaml")).string();
   }
+  config::check_input_file(path, "profile");
   std::ifstream f(path);
   CK_CHECK(f.good(), ConfigError, path, ": profile file cannot be read");
   std::stringstream ss;

@@ -1,3 +1,4 @@
+#include "config/input_file.h"
 #include "config/yaml_util.h"
 
 #include <corridorkey/errors.h>
@@ -18,6 +19,7 @@ YAML::Node load_yaml(const std::string& text, const std::string& source) {
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
+  check_input_file(path, "YAML file");
   std::ifstream f(path, std::ios::binary);
   CK_CHECK(f.good(), ConfigError, path, ": cannot be read");
   std::stringstream ss;

@@ -7,6 +7,7 @@
 
 #include "config/engine_fields.h"
 #include "config/inference_fields.h"
+#include "config/input_file.h"
 #include "config/yaml_util.h"
 #include "io/clip.h"
 
@@ -89,6 +90,7 @@ JobClip read_clip(const YAML::Node& c, const std::string& file, const fs::path& 
 
 JobSpec load_job(const std::string& path) {
   std::error_code ec;
+  config::check_input_file(path, "job file");
   CK_CHECK(fs::is_regular_file(path, ec), ConfigError, path, ": job file does not exist");
   JobSpec job;
   job.file = fs::absolute(path).lexically_normal().string();

@@ -106,9 +106,10 @@ std::string name_list(std::vector<std::string> names) {
 }
 
 /// Input/ or AlphaHint/: an image sequence, or one video inside; or <name>.<video ext>.
-/// Every entry with a frame extension is a frame, whatever it is: a FIFO, folder or device
-/// named frame_0002.png then fails when read, by its path, instead of vanishing from the
-/// count. Other entries are named in one warning.
+/// Every entry with a frame extension is a frame, whatever it is: a FIFO, folder, device or
+/// broken symbolic link named frame_0002.png then fails when read, as that one frame and by
+/// its path, instead of vanishing from the count or stopping the clip. Other entries are
+/// named in one warning.
 bool find_source(const fs::path& clip, const std::string& name, FrameSource& src,
                  std::vector<std::string>& warnings) {
   const auto dir = clip / name;
@@ -117,9 +118,16 @@ bool find_source(const fs::path& clip, const std::string& name, FrameSource& src
     for (const auto& p : list_dir(dir)) {
       const auto n = p.filename().string();
       if (silently_ignored(n)) continue;
-      const auto t = type_of(p);
-      if (is_image_file(n)) images.push_back(p.string());
-      else if (is_video_file(n) && t == fs::file_type::regular) videos.push_back(p.string());
+      if (is_image_file(n)) {  // whatever it is, a dangling link too: it fails as its frame
+        images.push_back(p.string());
+        continue;
+      }
+      auto t = fs::file_type::unknown;  // a dangling link that is no frame: named as ignored
+      try {
+        t = type_of(p);
+      } catch (const Unreachable&) {
+      }
+      if (is_video_file(n) && t == fs::file_type::regular) videos.push_back(p.string());
       else others.push_back(n + (t == fs::file_type::directory ? "/" : ""));
     }
     std::sort(images.begin(), images.end(), [](const auto& a, const auto& b) {
@@ -127,8 +135,8 @@ bool find_source(const fs::path& clip, const std::string& name, FrameSource& src
     });
     if (!others.empty())
       warnings.push_back(dir.string() + ": " + std::to_string(others.size()) +
-                         " file(s) ignored, not frames by their extension (README \"Clips\" lists "
-                         "them): " + name_list(others));
+                         " file(s) ignored, not frames by their extension (docs/clips.md \"Frames\" "
+                         "lists them): " + name_list(others));
     if (!images.empty()) {
       if (!videos.empty()) {  // a reference movie dropped beside the plates, say
         std::vector<std::string> names;

@@ -28,16 +28,18 @@ DeepVideoFrames::DeepVideoFrames(const std::string& path, int width, int height)
   CK_CHECK(!ffmpeg.empty(), IoError, path,
            ": decoding video at 16 bits (a colour space other than srgb) needs the ffmpeg "
            "binary (none on PATH; CORRIDORKEY_FFMPEG names one)");
-  // ffmpeg's messages go to a file next to nothing of ours: the temp folder, pid-named.
-  log_ = (std::filesystem::temp_directory_path() /
-          ("corridorkey_ffmpeg_" + std::to_string(::getpid()) + "_" +
-           std::to_string(reinterpret_cast<uintptr_t>(this)) + ".log")).string();
+  // ffmpeg's messages go to a file next to nothing of ours: the temp folder, under a fresh
+  // name mkstemps made (O_EXCL: a link another user planted at a predictable name in a
+  // shared /tmp was followed and truncated before).
+  log_ = (std::filesystem::temp_directory_path() / "corridorkey-ffmpeg-XXXXXX.log").string();
+  const int logfd = ::mkstemps(log_.data(), 4);
+  if (logfd < 0) log_.clear();  // no log: ffmpeg's stderr is dropped, its exit status still read
+  else ::fcntl(logfd, F_SETFD, FD_CLOEXEC);
   std::vector<std::string> args = {ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error",
                                    "-i", path, "-map", "0:v:0", "-f", "rawvideo",
                                    "-pix_fmt", "rgb48le", "pipe:1"};
   int pipefd[2];
   CK_CHECK(::pipe2(pipefd, O_CLOEXEC) == 0, IoError, path, ": pipe: ", std::strerror(errno));
-  const int logfd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   const int nullfd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

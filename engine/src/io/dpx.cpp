@@ -1,5 +1,7 @@
 #include "io/dpx.h"
 
+#include "io/image_integrity.h"
+
 #include <corridorkey/errors.h>
 
 #include <OpenImageIO/imageio.h>
@@ -7,6 +9,8 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <vector>
+#include <algorithm>
 
 namespace corridorkey::io {
 namespace {
@@ -68,6 +72,17 @@ std::optional<DpxHeader> read_dpx_header(const std::string& path) {
 }
 
 Image read_dpx(const std::string& path) {
+  {  // OIIO returns what it has of a DPX cut in its pixel data, without an error: told here.
+    std::ifstream f(path, std::ios::binary);
+    std::vector<uint8_t> header(kElement + 40);
+    f.read(reinterpret_cast<char*>(header.data()), static_cast<std::streamsize>(header.size()));
+    header.resize(static_cast<size_t>(std::max<std::streamsize>(f.gcount(), 0)));
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    const uint64_t need = dpx_bytes_needed(header);
+    CK_CHECK(ec || need == 0 || size >= need, IoError, path, ": truncated DPX: its header declares pixel data "
+             "to byte ", need, ", the file has ", size, " bytes");
+  }
   // OIIO's DPX reader only: ImageInput::open(path) would try every format plugin on a file
   // the DPX reader refuses, widening what a hostile frame can reach.
   auto in = OIIO::ImageInput::create("dpx");
@@ -82,7 +97,8 @@ Image read_dpx(const std::string& path) {
   CK_CHECK(im.width > 0 && im.height > 0, IoError, path, ": DPX declares an empty image");
   im.pixels.resize(static_cast<size_t>(im.width) * im.height * im.channels);
   const bool ok = in->read_image(0, 0, 0, im.channels, OIIO::TypeDesc::FLOAT, im.pixels.data());
-  CK_CHECK(ok, IoError, path, ": cannot decode DPX (OpenImageIO: ", in->geterror(), ")");
+  // has_error: a reader may log a failure (a short read) and still return true.
+  CK_CHECK(ok && !in->has_error(), IoError, path, ": cannot decode DPX (OpenImageIO: ", in->geterror(), ")");
   in->close();
   return im;
 }

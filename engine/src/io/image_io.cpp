@@ -4,6 +4,7 @@
 
 #include "io/deep_video.h"
 #include "io/dpx.h"
+#include "io/image_integrity.h"
 
 #include <ImfChannelList.h>
 #include <ImfChromaticities.h>
@@ -27,6 +28,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <cstring>
 #include <map>
@@ -151,10 +153,34 @@ Image read_exr(const std::string& path) {
   }
 }
 
+/// The whole file when it is a JPEG (told by its first bytes, whatever its name), else empty.
+std::vector<uint8_t> jpeg_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<uint8_t> b(3);
+  if (!f.read(reinterpret_cast<char*>(b.data()), 3) || !is_jpeg(b)) return {};
+  f.seekg(0, std::ios::end);
+  const auto size = static_cast<size_t>(std::max<std::streamoff>(f.tellg(), 0));
+  b.resize(size);
+  f.seekg(0);
+  f.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(size));
+  b.resize(static_cast<size_t>(std::max<std::streamsize>(f.gcount(), 0)));
+  return b;
+}
+
 Image read_cv(const std::string& path) {
   cv::Mat m;
   try {
-    m = cv::imread(path, cv::IMREAD_UNCHANGED);
+    // A JPEG is checked whole before it is decoded (libjpeg greys out a truncated one and
+    // returns it as complete), then decoded from the bytes already read.
+    if (auto bytes = jpeg_bytes(path); !bytes.empty()) {
+      const auto why = jpeg_truncation(bytes);
+      CK_CHECK(why.empty(), IoError, path, ": truncated or corrupt JPEG: ", why);
+      m = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
+    } else {
+      m = cv::imread(path, cv::IMREAD_UNCHANGED);
+    }
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {  // OpenCV's own limits and assertions
     throw IoError(path + ": cannot decode image: " + e.what());
   }
@@ -233,9 +259,14 @@ namespace {
 std::string not_a_file(const std::string& path) {
   std::error_code ec;
   const auto st = fs::status(path, ec);
+  if (ec.value() == ELOOP) return "is a symbolic link loop (" + ec.message() + ")";
   switch (st.type()) {
     case fs::file_type::regular: return "";
-    case fs::file_type::not_found: return "file does not exist";
+    case fs::file_type::not_found: {
+      std::error_code lec;
+      return fs::is_symlink(fs::symlink_status(path, lec)) ? "is a broken symbolic link (its target does not exist)"
+                                                          : "file does not exist";
+    }
     case fs::file_type::directory: return "is a folder, not an image file";
     case fs::file_type::fifo: return "is a FIFO (named pipe), not an image file";
     case fs::file_type::block:

@@ -119,6 +119,16 @@ TempFile::~TempFile() {
 }
 
 void TempFile::commit(const std::string& final_path) {
+  // Only a file (or a link, which the rename replaces, never its target) is replaced: a FIFO,
+  // device, socket or folder at an output path belongs to someone else.
+  struct stat st {};
+  if (::lstat(final_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+    throw IoError(final_path + ": exists and is not a regular file (" +
+                  (S_ISFIFO(st.st_mode)   ? "a FIFO"
+                   : S_ISDIR(st.st_mode)  ? "a folder"
+                   : S_ISSOCK(st.st_mode) ? "a socket"
+                                          : "a device") +
+                  "); refusing to replace it");
   std::error_code ec;
   fs::rename(path_, final_path, ec);
   CK_CHECK(!ec, IoError, final_path, ": cannot move the finished file into place: ", ec.message());

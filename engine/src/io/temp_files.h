@@ -43,7 +43,8 @@ class TempFile {
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
   const std::string& path() const { return path_; }
-  /// Renames the finished file to `final_path` (IoError naming it on failure).
+  /// Renames the finished file to `final_path` (IoError naming it on failure, and when
+  /// something other than a regular file or a link is there: a FIFO is never replaced).
   void commit(const std::string& final_path);
 
  private:

@@ -329,10 +329,8 @@ void check_video_encoder(const Plan& plan, const InferenceOptions& job) {
            "environment variable CORRIDORKEY_FFMPEG names one", ")");
 }
 
-/// Output folders made, a killed run's temporary files removed, and (skip-existing) the
-/// frames whose outputs are complete taken out of p.frames.
-void prepare_outputs(ClipPlan& p, const InferenceOptions& job, Plan& plan, bool& warned_locks,
-                     const io::DecodeLimits& limits) {
+/// Output folders made and a killed run's temporary files removed.
+void make_output_folders(ClipPlan& p, const InferenceOptions& job, Plan& plan, bool& warned_locks) {
   const auto& c = p.clip;
   // The folders of the outputs asked for are made (`--outputs matte` used to leave empty FG/,
   // Processed/ and Comp/ behind); the others, where a run made them, are only swept of a
@@ -367,6 +365,11 @@ void prepare_outputs(ClipPlan& p, const InferenceOptions& job, Plan& plan, bool&
                              d.string() + ": left alone, named like temporary files but not "
                              "written by this engine: " + name_list(tmp.unrecognised)});
   }
+}
+
+/// (skip-existing) The frames whose outputs are complete taken out of p.frames.
+void select_frames(ClipPlan& p, const InferenceOptions& job, Plan& plan, const io::DecodeLimits& limits) {
+  const auto& c = p.clip;
   std::vector<int> todo;
   for (int i : p.frames) {
     if (job.skip_existing) {
@@ -387,6 +390,11 @@ void prepare_outputs(ClipPlan& p, const InferenceOptions& job, Plan& plan, bool&
 
 }  // namespace
 
+void make_output_folders(Plan& plan, const InferenceOptions& job) {
+  bool warned_locks = false;
+  for (auto& p : plan.clips) make_output_folders(p, job, plan, warned_locks);
+}
+
 Plan plan_job(const InferenceOptions& job) {
   Plan plan;
   // The budget is read once, here (after the model is loaded): a frame is refused or not
@@ -399,8 +407,9 @@ Plan plan_job(const InferenceOptions& job) {
     plan.events.push_back({PipelineEvent::Kind::Warning, "", "", "", why});
   check_distinct_outputs(clips, job);
   const JobColour colour = resolve_job_colour(job);  // a bad name: exit 2 before any clip
-  // Everything that can refuse the run is decided for every clip first; only then are
-  // output folders created (a refused run leaves no empty Output/ behind).
+  // Everything that can refuse the run is decided for every clip first; output folders are
+  // made later (make_output_folders), once the clips' models have loaded: a refused run, or
+  // a blue-screen model that fails to load, leaves no empty Output/ behind.
   for (const auto& c : clips) {
     ClipPlan p;
     p.clip = c;
@@ -452,8 +461,7 @@ Plan plan_job(const InferenceOptions& job) {
     plan.clips.push_back(std::move(p));
   }
   check_video_encoder(plan, job);
-  bool warned_locks = false;
-  for (auto& p : plan.clips) prepare_outputs(p, job, plan, warned_locks, one);
+  for (auto& p : plan.clips) select_frames(p, job, plan, one);
   return plan;
 }
 

@@ -1,5 +1,5 @@
 // Planning a run: clips discovered, frames selected (ranges, skip-existing), output folders
-// created, colour space decided; the one place that names a frame's output files.
+// created (after the models load), colour space decided; the one place that names a frame's output files.
 #pragma once
 
 #include <corridorkey/hint.h>
@@ -83,5 +83,8 @@ io::ImageSize header_size(const std::string& file);
 /// mismatch without allow_mismatch, bad frame ranges, unwritable output folders, no hints
 /// and no backing to generate them from).
 Plan plan_job(const InferenceOptions& job);
+/// The output folders of the planned clips made (those of the outputs asked for) and swept of
+/// a killed run's temporary files; called once the clips' models have loaded.
+void make_output_folders(Plan& plan, const InferenceOptions& job);
 
 }  // namespace corridorkey::pipeline

@@ -5,6 +5,7 @@
 #include <corridorkey/option_fields.h>
 #include <corridorkey/pipeline.h>
 
+#include "config/input_file.h"
 #include "io/clip.h"
 #include "io/image_io.h"
 #include "pipeline/bounded_queue.h"
@@ -85,7 +86,8 @@ class Pipeline {
     summary_.frames_skipped = plan_.frames_skipped;
     summary_.failures = plan_.clips_skipped;  // the summary names clips that were left out
     summary_.engine = impl_.info;
-    assign_models();
+    assign_models();  // may load the blue-screen model: before any folder is made
+    make_output_folders(plan_, job_);
     make_tasks();
     emit(PipelineEvent::Kind::JobStarted, "", "", "",
          impl_.info.checkpoint + " on " + impl_.info.device);
@@ -499,6 +501,8 @@ BlueEngineSource lazy_blue_engine(const EngineOptions& main, std::unique_ptr<Bas
   std::error_code ec;
   CK_CHECK(std::filesystem::exists(main.checkpoint_blue, ec), IoError, "checkpoint_blue: ",
            main.checkpoint_blue, ": does not exist");
+  if (!std::filesystem::is_directory(main.checkpoint_blue, ec))  // a checkpoint folder is allowed
+    config::check_input_file(main.checkpoint_blue, "checkpoint_blue:");
   return [opts = blue_engine_options(main), &holder]() {
     if (!holder) {
       // The same error class (and so exit code), saying which of the two models failed.

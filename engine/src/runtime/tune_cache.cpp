@@ -55,7 +55,8 @@ std::string tune_cache_path() {
     return (fs::path(x) / "corridorkey-engine" / "tune.json").string();
   if (const char* h = std::getenv("HOME"); h && *h)
     return (fs::path(h) / ".cache" / "corridorkey-engine" / "tune.json").string();
-  return (fs::temp_directory_path() / "corridorkey-engine-tune.json").string();
+  // No fixed name in a shared /tmp: another local user could plant a link there first.
+  return {};
 }
 
 CORRIDORKEY_NAMESPACE_END
@@ -66,7 +67,7 @@ namespace json = model::json;
 
 std::mutex g_m;
 std::map<std::string, TunePlan> g_memory;  // plans that could not be written, by file + key
-std::atomic<bool> g_warned_unwritable{false};
+std::set<std::string> g_warned_unwritable;  // cache paths warned about (once each), under g_m
 
 std::string plan_json(const TunePlan& p) {
   std::ostringstream s;
@@ -153,7 +154,10 @@ TunePlan plan_from(const json::Value& v, const std::string& key, const std::stri
 
 struct FileState {
   bool exists = false;
-  std::string error;  // non-empty: unreadable or corrupt
+  bool ours = false;   // a JSON object in this engine's cache format: the only kind replaced
+  bool writable = false;  // a regular file with a write permission bit the process may use
+  mode_t mode = 0644;  // kept when the file is replaced
+  std::string error;  // non-empty: unreadable, foreign or corrupt
   std::vector<std::pair<std::string, std::string>> raw;  // key -> plan JSON text (kept as read)
   std::map<std::string, TunePlan> plans;
   std::vector<std::string> skipped;  // entries dropped as invalid
@@ -162,27 +166,41 @@ struct FileState {
 
 /// The cache format this engine reads and writes ("version" in the file).
 constexpr int64_t kCacheVersion = 1;
+/// Written into every cache file, so that a file is told to be ours by what it says.
+constexpr const char* kFormatName = "corridorkey-engine tune cache";
 
 constexpr size_t kMaxCacheBytes = size_t{8} << 20;
 
-/// The file's text: opened non-blocking and checked to be a regular file of at most 8 MiB
-/// before a byte is read (a FIFO hung `tune` and `info`; /dev/zero would read forever).
-/// Missing: empty text and no error.
-std::string read_text(const std::string& path, bool& exists, std::string& error) {
-  exists = false;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+/// The file's text: opened non-blocking and without following a final symbolic link, and
+/// checked to be a regular file of at most 8 MiB before a byte is read (a FIFO hung `tune`
+/// and `info`; /dev/zero would read forever; a link planted at the cache path must not lead
+/// the engine to another file). Missing: empty text and no error.
+std::string read_text(const std::string& path, FileState& st) {
+  st.exists = false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
-    if (errno != ENOENT) error = std::string("cannot be read: ") + std::strerror(errno);
+    const int err = errno;
+    struct stat lb{};
+    if (::lstat(path.c_str(), &lb) == 0) st.exists = true;
+    if (st.exists && S_ISLNK(lb.st_mode))
+      st.error = "is a symbolic link, which the engine neither follows nor replaces "
+                 "(name the file itself in CORRIDORKEY_TUNE_CACHE)";
+    else if (err != ENOENT)
+      st.error = std::string("cannot be read: ") + std::strerror(err);
     return {};
   }
-  exists = true;
+  st.exists = true;
   struct stat sb{};
   std::string text;
   if (::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    error = S_ISDIR(sb.st_mode) ? "is a directory" : "is not a regular file";
+    st.error = S_ISDIR(sb.st_mode) ? "is a directory" : "is not a regular file";
   } else if (static_cast<uint64_t>(sb.st_size) > kMaxCacheBytes) {
-    error = "is " + std::to_string(sb.st_size >> 20) + " MiB, over the 8 MiB a cache may be";
+    st.error = "is " + std::to_string(sb.st_size >> 20) + " MiB, over the 8 MiB a cache may be";
   } else {
+    st.mode = sb.st_mode & 07777;
+    // Read-only means no write bit at all (0444), whoever runs: root may write anything,
+    // and a file its owner made read-only must still be left as it is.
+    st.writable = (sb.st_mode & 0222) != 0 && ::access(path.c_str(), W_OK) == 0;
     text.resize(static_cast<size_t>(sb.st_size));
     size_t got = 0;
     while (got < text.size()) {
@@ -198,25 +216,30 @@ std::string read_text(const std::string& path, bool& exists, std::string& error)
 
 FileState read_file(const std::string& path) {
   FileState st;
-  std::string io_error;
-  const std::string text = read_text(path, st.exists, io_error);
-  if (!io_error.empty()) {
-    st.error = io_error;
-    return st;
-  }
-  if (!st.exists) return st;
+  const std::string text = read_text(path, st);
+  if (!st.error.empty() || !st.exists) return st;
   try {
     const auto root = json::parse(text, path, {"tune cache", kMaxCacheBytes});
     CK_CHECK(root.kind == json::Value::Kind::Object, ModelError, path, ": not a JSON object");
+    // Ours: it names our format, or (files of earlier versions, which did not) it has the
+    // integer version and the plans object this engine always wrote. Anything else, a
+    // user's notes.txt or another program's JSON, is never replaced.
+    const auto* format = root.find("format");
+    const auto* v = root.find("version");
+    const auto* plans = root.find("plans");
+    const bool versioned = v && v->kind == json::Value::Kind::Int;
+    st.ours = format ? text_of(format) == kFormatName
+                     : versioned && plans && plans->kind == json::Value::Kind::Object;
+    CK_CHECK(st.ours, ModelError, path, ": not a tune cache of this engine (no \"format\": \"",
+             kFormatName, "\")");
     // A newer engine's file (a shared home on a farm with two versions installed) is left as
     // it is: rewriting it in this format would drop what that engine wrote, on every run.
-    if (const auto* v = root.find("version"); v && v->kind == json::Value::Kind::Int && v->i > kCacheVersion) {
+    if (versioned && v->i > kCacheVersion) {
       st.newer = true;
       st.error = "is from a newer engine (cache version " + std::to_string(v->i) + "; this engine writes " +
                  std::to_string(kCacheVersion) + "), left as it is";
       return st;
     }
-    const auto* plans = root.find("plans");
     CK_CHECK(plans && plans->kind == json::Value::Kind::Object, ModelError, path,
              ": no \"plans\" object");
     for (size_t i = 0; i < plans->keys.size(); ++i) {
@@ -237,14 +260,25 @@ FileState read_file(const std::string& path) {
   return st;
 }
 
-/// flock on "<path>.lock" for the read-modify-write. A filesystem that refuses locks
-/// (ENOLCK / EOPNOTSUPP on some network mounts) still gets an atomic rename: the file is
-/// always valid, though one of two simultaneous writers' plans may be lost (and re-timed).
+/// The engine's own names in the cache's folder: its lock file and its temporary files.
+/// Never a name derived from the cache file's (which could be any file the user named).
+std::string lock_path(const std::filesystem::path& dir) {
+  return (dir / ".corridorkey-engine-tune.lock").string();
+}
+std::string temp_template(const std::filesystem::path& dir) {
+  return (dir / ".corridorkey-engine-tune.XXXXXX").string();
+}
+
+/// flock on the folder's lock file for the read-modify-write. A filesystem that refuses
+/// locks (ENOLCK / EOPNOTSUPP on some network mounts) still gets an atomic rename: the file
+/// is always valid, though one of two simultaneous writers' plans may be lost (and re-timed).
+/// A lock path that is not a regular file (a link, a FIFO) is not used: no lock, same rename.
 class FileLock {
  public:
   explicit FileLock(const std::string& path) {
-    fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    struct stat sb{};
+    if (fd_ >= 0 && (::fstat(fd_, &sb) != 0 || !S_ISREG(sb.st_mode) || ::flock(fd_, LOCK_EX) != 0)) {
       ::close(fd_);
       fd_ = -1;
     }
@@ -257,27 +291,33 @@ class FileLock {
   int fd_ = -1;
 };
 
-}  // namespace
-
-/// The cache path with symlinks followed, so that a link to a shared file updates that
-/// file rather than being replaced by a regular one.
-std::string real_path() {
-  std::error_code ec;
-  const auto p = std::filesystem::weakly_canonical(tune_cache_path(), ec);
-  return ec ? tune_cache_path() : p.string();
+/// Why the file at `path` may not be replaced ("" when it may): only a missing file, or a
+/// regular, writable file in this engine's format, is ever replaced.
+std::string refusal(const FileState& st) {
+  if (!st.exists) return "";
+  if (st.newer) return "it is from a newer engine's cache format; it is left as it is";
+  if (!st.ours || !st.error.empty())
+    return "the file there " + (st.error.empty() ? std::string("is not a tune cache") : st.error) +
+           "; it is left as it is (delete it, or point CORRIDORKEY_TUNE_CACHE elsewhere)";
+  if (!st.writable) return "the file is read-only; it is read, never replaced";
+  return "";
 }
 
+}  // namespace
+
 std::optional<TunePlan> tune_cache_load(const std::string& key, std::string& warning) {
-  const auto path = real_path();
+  const auto path = tune_cache_path();
   {
     std::lock_guard<std::mutex> l(g_m);
     if (auto it = g_memory.find(path + "\n" + key); it != g_memory.end()) return it->second;
   }
+  if (path.empty()) return std::nullopt;  // no cache folder: said once, when a plan is stored
   auto st = read_file(path);
   if (!st.error.empty()) {
-    warning = "tune cache " + path + (st.error.rfind("is ", 0) == 0 || st.error.rfind("cannot", 0) == 0
+    warning = "tune cache " + path + (st.ours || st.error.rfind("is ", 0) == 0 || st.error.rfind("cannot", 0) == 0
                                           ? " " + st.error + ": plans are timed again"
-                                          : " is corrupt (" + json::printable(st.error) + "): it is rebuilt");
+                                          : " is not usable (" + json::printable(st.error) +
+                                                "): plans are timed again and the file is left as it is");
     return std::nullopt;
   }
   for (const auto& s : st.skipped)
@@ -288,33 +328,38 @@ std::optional<TunePlan> tune_cache_load(const std::string& key, std::string& war
 
 bool tune_cache_store(const TunePlan& plan, std::string& warning) {
   namespace fs = std::filesystem;
-  const auto path = real_path();
+  const auto path = tune_cache_path();
   auto fail = [&](const std::string& why) {
+    bool first = false;
     {
       std::lock_guard<std::mutex> l(g_m);
       g_memory[path + "\n" + plan.key] = plan;
+      first = g_warned_unwritable.insert(path).second;
     }
-    if (!g_warned_unwritable.exchange(true))
-      warning = "tune cache " + path + " cannot be written (" + why +
-                "): plans are kept in memory for this process (set CORRIDORKEY_TUNE_CACHE "
+    if (first)
+      warning = (path.empty() ? std::string("tune cache: ") : "tune cache " + path + " cannot be written (") + why +
+                (path.empty() ? "" : ")") +
+                ": plans are kept in memory for this process (set CORRIDORKEY_TUNE_CACHE "
                 "to a writable file, or run `corridorkey-engine tune` where it is writable)";
     return false;
   };
+  if (path.empty())
+    return fail("no cache folder (neither XDG_CACHE_HOME nor HOME is set, and no "
+                "CORRIDORKEY_TUNE_CACHE)");
   std::error_code ec;
   const auto dir = fs::path(path).parent_path();
   if (!dir.empty()) fs::create_directories(dir, ec);
   if (ec) return fail(ec.message());
-  // Nothing made beside a path that is not a regular file (it left /dev/full.lock).
-  if (const auto t = fs::status(path, ec).type(); !ec && t != fs::file_type::regular && t != fs::file_type::not_found)
-    return fail("the path is not a regular file; it is left as it is");
-  FileLock lock(path);
+  // Checked before any lock or temporary file is made beside it (it left /dev/full.lock).
+  if (const auto why = refusal(read_file(path)); !why.empty()) return fail(why);
+  const fs::path folder = dir.empty() ? fs::path(".") : dir;
+  FileLock lock(lock_path(folder));
   const auto st = read_file(path);  // under the lock: another process's plans are kept
-  if (st.exists && (st.error == "is a directory" || st.error == "is not a regular file"))
-    return fail("the path " + st.error + "; it is left as it is");
-  if (st.newer) return fail("it is from a newer engine's cache format; it is left as it is");
+  if (const auto why = refusal(st); !why.empty()) return fail(why);
   std::ostringstream out;
   out.imbue(std::locale::classic());  // numbers in every locale
-  out << "{\"version\": " << kCacheVersion << ", \"plans\": {\n";
+  out << "{\"format\": " << json::quote(kFormatName) << ", \"version\": " << kCacheVersion
+      << ", \"plans\": {\n";
   bool first = true;
   for (const auto& [k, text] : st.raw) {
     if (k == plan.key) continue;
@@ -323,8 +368,9 @@ bool tune_cache_store(const TunePlan& plan, std::string& warning) {
   }
   out << (first ? "" : ",\n") << "  " << json::quote(plan.key) << ": " << plan_json(plan) << "\n}}\n";
   // A fresh, exclusive temp name (mkstemp: never a file or link someone else made), written,
-  // synced, then renamed over the cache.
-  std::string tmp = path + ".tmp.XXXXXX";
+  // synced, then renamed over the cache (the rename replaces a link planted meanwhile, never
+  // its target).
+  std::string tmp = temp_template(folder);
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) return fail(std::strerror(errno));
   const auto text = out.str();
@@ -334,7 +380,7 @@ bool tune_cache_store(const TunePlan& plan, std::string& warning) {
     if (n <= 0) break;
     put += static_cast<size_t>(n);
   }
-  const bool written = put == text.size() && ::fchmod(fd, 0644) == 0 && ::fsync(fd) == 0;
+  const bool written = put == text.size() && ::fchmod(fd, st.exists ? st.mode : 0644) == 0 && ::fsync(fd) == 0;
   ::close(fd);
   if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = written ? std::strerror(errno) : "write failed";
@@ -349,7 +395,8 @@ bool tune_cache_store(const TunePlan& plan, std::string& warning) {
 }
 
 std::map<std::string, TunePlan> tune_cache_read_all(std::string& error) {
-  auto st = read_file(real_path());
+  if (tune_cache_path().empty()) return {};
+  auto st = read_file(tune_cache_path());
   error = st.error;
   return st.plans;
 }

@@ -1,8 +1,10 @@
 // The measured plan's per-user cache file (tune.h): one JSON object of plans by key.
-// Written under an flock on "<file>.lock", through a temp file and a rename, so two
-// processes tuning at once leave one valid file holding both plans. A corrupt file is
-// rebuilt with a warning; where nothing can be written (a read-only or shared home on a
-// farm node) plans stay in this process's memory, with one warning.
+// Written under an flock on ".corridorkey-engine-tune.lock" in the file's folder, through a
+// temp file of the engine's own name and a rename, so two processes tuning at once leave one
+// valid file holding both plans. Only a file in this engine's format is ever replaced: a
+// foreign, corrupt or read-only file, a symbolic link or a FIFO at the path is left as it is
+// (one warning); there, and where nothing can be written (a read-only or shared home on a
+// farm node, no HOME), plans stay in this process's memory.
 #pragma once
 
 #include <corridorkey/tune.h>

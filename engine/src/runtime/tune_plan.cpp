@@ -349,7 +349,9 @@ TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
                          (cfg.encoder_size() != cfg.img_size
                               ? " (backbone " + std::to_string(cfg.encoder_size()) + ")" : std::string()) +
                          " on " + cpu_identity() + ", " + std::to_string(at::get_num_threads()) +
-                         " threads (once; cached in " + plan.cache_path + ")");
+                         " threads (once; " +
+                         (plan.cache_path.empty() ? std::string("no cache folder, kept in memory")
+                                                  : "cached in " + plan.cache_path) + ")");
     Trials tr{opt, cfg, sh, opt.channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous};
     const bool native_open = opt.native_attention == AutoSwitch::Auto && native_kernel;
     const bool native_f32_open = opt.native_attention == AutoSwitch::Auto && opt.flash_attention &&
