@@ -157,9 +157,9 @@ void add_bench(CLI::App& app, int& exit_code) {
                          {"ratio", r.ratio}, {"process_peak_rss", r.process_peak_rss},
                          {"routed_stage2", r.routed_stage2}, {"routed_stage3", r.routed_stage3},
                          {"attention", r.info.attention}, {"refiner", r.info.refiner},
-                         {"tune_origin", r.info.tune.origin}};
+                         {"tune_origin", to_string(r.info.tune.origin)}};
         for (const auto& d : r.info.tune.decisions)
-          j["tune"][d.option] = {{"value", d.value}, {"source", d.source}, {"why", d.why}};
+          j["tune"][to_string(d.option)] = {{"value", to_string(d.value)}, {"source", to_string(d.source)}, {"why", d.why}};
         for (const auto& op : r.top_ops)
           j["top_ops"].push_back({{"name", op.name}, {"self_ms", op.self_ms}, {"calls", op.calls}});
         std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
@@ -171,14 +171,14 @@ void add_bench(CLI::App& app, int& exit_code) {
                     mib(r.peak.host_peak_rss_growth), r.alpha_max_diff, r.fg_max_diff);
         const bool decoupled = r.info.backbone_size && r.info.backbone_size != r.info.img_size;
         if (!r.info.tune.decisions.empty()) {
-          const auto* d = r.info.tune.find("model_precision");
-          const auto* lin = r.info.tune.find("onednn_linear");  // float32 CPU runs only
-          const auto* wc = r.info.tune.find("winograd_conv");  // float32 CPU runs only
+          const auto* d = r.info.tune.find(TuneOption::ModelPrecision);
+          const auto* lin = r.info.tune.find(TuneOption::OnednnLinear);  // float32 CPU runs only
+          const auto* wc = r.info.tune.find(TuneOption::WinogradConv);  // float32 CPU runs only
           const std::string linear =
-              (lin ? std::string(", linear ") + (lin->value == "true" ? "oneDNN" : "MKL") + " (" + lin->source + ")"
+              (lin ? std::string(", linear ") + (lin->value == TuneChoice::True ? "oneDNN" : "MKL") + " (" + to_string(lin->source) + ")"
                    : std::string()) +
-              (wc ? std::string(", refiner convs ") + (wc->value == "true" ? "Winograd" : "direct") + " (" +
-                        wc->source + ")"
+              (wc ? std::string(", refiner convs ") + (wc->value == TuneChoice::True ? "Winograd" : "direct") + " (" +
+                        to_string(wc->source) + ")"
                   : std::string());
           // "refiner convs Winograd (plan)" above says it with its source: the refiner string's
           // own ", Winograd convolutions" would repeat it.
@@ -186,7 +186,7 @@ void add_bench(CLI::App& app, int& exit_code) {
           const std::string wino = ", Winograd convolutions";
           if (wc && refiner.size() > wino.size() && refiner.ends_with(wino)) refiner.resize(refiner.size() - wino.size());
           std::printf("%-30s ran: precision %s (%s), attention %s%s, refiner %s%s\n", "",
-                      r.precision.c_str(), d ? d->source.c_str() : "flag", r.info.attention.c_str(),
+                      r.precision.c_str(), d ? to_string(d->source) : "flag", r.info.attention.c_str(),
                       linear.c_str(), refiner.c_str(),
                       decoupled ? (", backbone " + std::to_string(r.info.backbone_size) + " (refiner " +
                                    std::to_string(r.info.img_size) + ")").c_str()

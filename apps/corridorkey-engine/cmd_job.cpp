@@ -80,7 +80,7 @@ void add_job(CLI::App& app, int& exit_code) {
     for (const auto& w : jf.skipped) std::fprintf(stderr, "warning: %s\n", w.c_str());
     print_chunks(plan_chunks(jf, *chunks_n, j.chunk_size), j);
     try {
-      const auto [p, how] = planned_precision(j.engine);
+      const auto [p, how] = planned_precision(j.engine.model(), j.engine.engine());
       if (p == Precision::Auto)
         std::printf("precision: not pinned (%s)\n", how.c_str());
       else if (j.engine.model_precision == Precision::Auto)
@@ -189,7 +189,7 @@ void add_job(CLI::App& app, int& exit_code) {
     // goes on unpinned, saying so, rather than failing.
     try {
       if (j.engine.model_precision == Precision::Auto)
-        if (const auto p = planned_precision(j.engine).first; p != Precision::Auto)
+        if (const auto p = planned_precision(j.engine.model(), j.engine.engine()).first; p != Precision::Auto)
           j.pinned_precision = to_string(p);
     } catch (const Error& e) {
       std::fprintf(stderr, "warning: %s: the precision cannot be planned here (%s); the chunks "

@@ -31,7 +31,7 @@ void add_tune(CLI::App& app, int& exit_code) {
     auto o = args->engine();
     if (*refresh) o.tune = TuneMode::Refresh;
     if (o.tune == TuneMode::Off) o.tune = TuneMode::Auto;  // `tune` means: use the plan
-    auto engine = create_engine(o);
+    auto engine = create_engine(o.model(), o.engine());
     const auto& i = engine->info();
     const auto& p = i.tune;
     std::printf("profile %s, %s, img_size %lld%s, %s\n", i.profile.c_str(), i.arch.c_str(),
@@ -40,9 +40,9 @@ void add_tune(CLI::App& app, int& exit_code) {
                     ? (" (backbone " + std::to_string(i.backbone_size) + ")").c_str()
                     : "",
                 i.device.c_str());
-    const char* origin = p.origin == "cache"    ? "read from the cache"
-                         : p.origin == "trials" ? "timed now"
-                         : p.origin == "memory" ? "timed now, kept in memory (cache not writable)"
+    const char* origin = p.origin == PlanOrigin::Cache    ? "read from the cache"
+                         : p.origin == PlanOrigin::Trials ? "timed now"
+                         : p.origin == PlanOrigin::Memory ? "timed now, kept in memory (cache not writable)"
                                                 : "flag rules";
     std::printf("plan: %s", origin);
     if (p.trial_ms > 0) std::printf(" (trials took %.0f ms)", p.trial_ms);
@@ -50,14 +50,14 @@ void add_tune(CLI::App& app, int& exit_code) {
     std::printf("cache: %s\nkey: %s\n", p.cache_path.empty() ? "none (no cache folder)" : p.cache_path.c_str(),
                 p.key.c_str());
     std::printf("%s", p.summary().c_str());
-    const auto* lin = p.find("onednn_linear");  // float32 CPU runs only
-    const auto* wc = p.find("winograd_conv");  // float32 CPU runs only
+    const auto* lin = p.find(TuneOption::OnednnLinear);  // float32 CPU runs only
+    const auto* wc = p.find(TuneOption::WinogradConv);  // float32 CPU runs only
     std::printf("runs: precision %s, attention %s%s, refiner %s%s\n", i.precision.c_str(),
                 i.attention.c_str(),
-                lin ? (lin->value == "true" ? ", Linear layers through oneDNN" : ", Linear layers through MKL") : "",
+                lin ? (lin->value == TuneChoice::True ? ", Linear layers through oneDNN" : ", Linear layers through MKL") : "",
                 i.refiner.c_str(),
                 // The refiner string already ends in ", Winograd convolutions" where they run.
-                wc && wc->value != "true" ? ", convolutions direct (oneDNN)" : "");
+                wc && wc->value != TuneChoice::True ? ", convolutions direct (oneDNN)" : "");
     exit_code = kOk;
   });
 }

@@ -162,7 +162,7 @@ class Checker {
     o.random_weights_seed = a_.seed;
     o.img_size = a_.img_size;
     o.device = device_;
-    o.engine = EngineKind::Optimized;
+    o.engine_kind = EngineKind::Optimized;
     o.disable_cudnn_benchmark = true;  // reproducible algorithm choice for the bounds
     return o;
   }

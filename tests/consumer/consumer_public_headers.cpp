@@ -55,7 +55,7 @@ int main() {
                 corridorkey::version_string(), w, h, engine.info().device.c_str(),
                 engine.info().checkpoint.c_str(), r.timings.total_ms, ok ? "ok" : "WRONG");
     // The measured plan is part of the embedding API: what ran and why, and the cache.
-    std::printf("plan (%s, cache %s):\n%s", engine.info().tune.origin.c_str(),
+    std::printf("plan (%s, cache %s):\n%s", to_string(engine.info().tune.origin),
                 corridorkey::tune_cache_path().c_str(), engine.info().tune.summary().c_str());
     return ok ? 0 : 1;
   } catch (const corridorkey::Error& e) {

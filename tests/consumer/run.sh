@@ -14,3 +14,5 @@ if grep -q "torch/include" "$build/consumer-build/compile_commands.json" 2>/dev/
   echo "FAIL: consumer compiled with LibTorch include paths"; exit 1
 fi
 "$build/consumer-build/key_frames"
+"$build/consumer-build/deprecated_api"
+echo "consumer: both APIs ok"

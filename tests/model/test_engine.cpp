@@ -312,23 +312,23 @@ TEST_CASE("engine errors are typed and name the problem", "[model]") {
 }
 
 TEST_CASE("create_engine picks the class by the profile's engine field", "[model]") {
-  auto e = create_engine(tiny("original", 128));
+  auto e = create_engine(tiny("original", 128).model(), tiny("original", 128).engine());
   CHECK(dynamic_cast<OriginalEngine*>(e.get()) != nullptr);
   auto o = tiny("optimized", 128);
   o.model_precision = Precision::Float32;
-  auto e2 = create_engine(o);
+  auto e2 = create_engine(o.model(), o.engine());
   CHECK(dynamic_cast<OptimizedEngine*>(e2.get()) != nullptr);
   CHECK(e2->info().arch == "tiny");
   CHECK(e2->info().img_size == 128);
   // The field decides, not the profile's name.
   auto renamed = tiny("original", 128);
   renamed.profile = "my-studio-profile";
-  renamed.engine = EngineKind::Optimized;
-  auto e3 = create_engine(renamed);
+  renamed.engine_kind = EngineKind::Optimized;
+  auto e3 = create_engine(renamed.model(), renamed.engine());
   CHECK(dynamic_cast<OptimizedEngine*>(e3.get()) != nullptr);
-  renamed.engine = EngineKind::Original;
+  renamed.engine_kind = EngineKind::Original;
   renamed.profile = "optimized";
-  CHECK(dynamic_cast<OriginalEngine*>(create_engine(renamed).get()) != nullptr);
+  CHECK(dynamic_cast<OriginalEngine*>(create_engine(renamed.model(), renamed.engine()).get()) != nullptr);
 }
 
 TEST_CASE("verify restores the process-global TF32 switches it changes", "[model]") {

@@ -91,7 +91,7 @@ TEST_CASE("set_log_handler receives the engine's notes and warnings; stderr stay
   std::string notes, err;
   {
     StderrCapture cap;
-    auto engine = create_engine(tiny());
+    auto engine = create_engine(tiny().model(), tiny().engine());
     notes = engine->info().notes;
     EngineOptions o = load_profile("original");
     apply_profile_yaml(o, "tile_overlap: 32\n", "host.yaml");  // deprecated: a warning
@@ -118,7 +118,7 @@ TEST_CASE("set_log_handler receives the engine's notes and warnings; stderr stay
       warn_only.lines.emplace_back(l, m);
     });
     StderrCapture cap;
-    auto engine = create_engine(tiny());
+    auto engine = create_engine(tiny().model(), tiny().engine());
     EngineOptions o = load_profile("original");
     apply_profile_yaml(o, "tile_overlap: 32\n", "host.yaml");
     CHECK(cap.finish().empty());
@@ -134,7 +134,7 @@ TEST_CASE("set_log_handler receives the engine's notes and warnings; stderr stay
     });
     StderrCapture cap;
     std::unique_ptr<BaseEngine> engine;
-    REQUIRE_NOTHROW(engine = create_engine(tiny()));
+    REQUIRE_NOTHROW(engine = create_engine(tiny().model(), tiny().engine()));
     CHECK(engine != nullptr);
     CHECK(calls >= 1);
     CHECK(cap.finish().empty());
@@ -143,7 +143,7 @@ TEST_CASE("set_log_handler receives the engine's notes and warnings; stderr stay
   SECTION("the default handler writes today's stderr lines") {
     reset_log_handler();
     StderrCapture cap;
-    auto engine = create_engine(tiny());
+    auto engine = create_engine(tiny().model(), tiny().engine());
     EngineOptions o = load_profile("original");
     apply_profile_yaml(o, "tile_overlap: 32\n", "host.yaml");
     const auto text = cap.finish();

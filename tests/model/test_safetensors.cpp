@@ -65,7 +65,7 @@ std::vector<float> seeded_input(int64_t S) {
 
 /// alpha and fg of one run_model call on a fixed input.
 std::pair<std::vector<float>, std::vector<float>> outputs(const EngineOptions& o) {
-  auto e = create_engine(o);
+  auto e = create_engine(o.model(), o.engine());
   const auto out = e->run_model(seeded_input(e->info().img_size));
   return {out.alpha, out.fg};
 }
@@ -276,7 +276,7 @@ TEST_CASE("a checkpoint folder: .safetensors before .pth before .ts, one of a ki
   // Naming the file works; so does the engine through the folder of one file.
   CHECK(model::read_checkpoint((dir / "CorridorKeyBlue.safetensors").string()).tensors.size() > 0);
   fs::remove(dir / "CorridorKeyBlue.safetensors");
-  auto e = create_engine(fp32_engine(dir.string()));
+  auto e = create_engine(fp32_engine(dir.string()).model(), fp32_engine(dir.string()).engine());
   CHECK(e->info().checkpoint == (dir / "CorridorKey.safetensors").string());
   CHECK_THAT(e->info().notes, Contains("chosen in the folder"));
   fs::remove_all(dir);

@@ -147,7 +147,7 @@ TEST_CASE("LTRM weights load by name; absent weights are reported", "[model]") {
   o.model_precision = corridorkey::Precision::Float32;
   o.device = "cpu";
   o.tile_size = 64;
-  auto e = corridorkey::create_engine(o);
+  auto e = corridorkey::create_engine(o.model(), o.engine());
   CHECK_THAT(e->info().notes, Catch::Matchers::Contains("identity"));
   auto orig = corridorkey::load_profile("original");
   orig.token_routing = true;

@@ -67,7 +67,7 @@ EngineOptions tuned(TuneMode mode = TuneMode::Refresh) {
   return o;
 }
 
-const TuneDecision& decision(const EngineInfo& i, const std::string& option) {
+const TuneDecision& decision(const EngineInfo& i, TuneOption option) {
   const auto* d = i.tune.find(option);
   INFO(i.tune.summary());
   REQUIRE(d);
@@ -93,20 +93,20 @@ TEST_CASE("the plan never picks a candidate forced to be slow", "[model][tune]")
   corridorkey::detail::inject_trial_delay("float32", 400);
   OptimizedEngine a(tuned());
   CHECK(a.info().precision == "bfloat16");
-  CHECK(decision(a.info(), "model_precision").source == "plan");
+  CHECK(decision(a.info(), TuneOption::ModelPrecision).source == DecisionSource::Plan);
 
   corridorkey::detail::inject_trial_delay("", 0);
   corridorkey::detail::inject_trial_delay("bfloat16", 400);
   OptimizedEngine b(tuned());
   CHECK(b.info().precision == "float32");
-  CHECK(b.info().tune.origin == "trials");
+  CHECK(b.info().tune.origin == PlanOrigin::Trials);
 
   corridorkey::detail::inject_trial_delay("", 0);
   corridorkey::detail::inject_trial_delay("bfloat16", 400);
   corridorkey::detail::inject_trial_delay("whole", 2500);
   OptimizedEngine c(tuned());
   CHECK_THAT(c.info().refiner, StartsWith("tiled 64 px"));  // + ", Winograd convolutions" where timed faster
-  CHECK(decision(c.info(), "tiled_refiner").value == "true");
+  CHECK(decision(c.info(), TuneOption::TiledRefiner).value == TuneChoice::True);
 
   corridorkey::detail::inject_trial_delay("whole", 0);
   corridorkey::detail::inject_trial_delay("tiled", 2500);
@@ -114,17 +114,17 @@ TEST_CASE("the plan never picks a candidate forced to be slow", "[model][tune]")
   CHECK_THAT(d.info().refiner, StartsWith("whole image, fused GroupNorm"));
 }
 
-TEST_CASE("a bfloat16 lead that does not hold when re-timed keeps float32 and says why", "[model][tune]") {
-  // The first estimate's float32 refiner is made slow (its trials are tagged "float32
-  // direct" / "float32 winograd"); the re-check times the refiner again as "float32",
-  // which is not, while every bfloat16 trial is. The times shown are the first estimates,
-  // which had bfloat16 ahead, so the decision must say why it is float32.
+TEST_CASE("a bfloat16 lead that does not hold without the decoders keeps float32 and says why", "[model][tune]") {
+  // The float32 decoder head is made slow, which puts bfloat16 ahead in the frame estimate;
+  // every other bfloat16 trial is made slower than float32's, so the re-check (the stage-3
+  // block and the refiner, from the same trials: none is timed twice) does not hold the
+  // lead. The times shown are the first estimates, so the decision must say why float32.
   CacheFile cache;
-  corridorkey::detail::inject_trial_delay("float32 direct", 200);
-  corridorkey::detail::inject_trial_delay("float32 winograd", 200);
-  corridorkey::detail::inject_trial_delay("bfloat16", 50);
+  corridorkey::detail::inject_trial_delay("float32 decoder", 1000);
+  for (const char* t : {"bfloat16 native", "bfloat16 sdpa", "bfloat16 direct"})
+    corridorkey::detail::inject_trial_delay(t, 60);
   OptimizedEngine e(tuned());
-  const auto& d = decision(e.info(), "model_precision");
+  const auto& d = decision(e.info(), TuneOption::ModelPrecision);
   std::map<std::string, double> t(d.times_ms.begin(), d.times_ms.end());
   REQUIRE(t.count("bfloat16"));
   CHECK(t.at("bfloat16") < 0.9 * t.at("float32"));  // the first estimate had bfloat16 ahead
@@ -143,15 +143,15 @@ TEST_CASE("an explicit value wins over the plan", "[model][tune]") {
   OptimizedEngine e(o);
   CHECK(e.info().precision == "float32");
   CHECK_THAT(e.info().refiner, StartsWith("tiled 64 px"));
-  CHECK(decision(e.info(), "model_precision").source == "flag");
-  CHECK(decision(e.info(), "tiled_refiner").source == "flag");
+  CHECK(decision(e.info(), TuneOption::ModelPrecision).source == DecisionSource::Flag);
+  CHECK(decision(e.info(), TuneOption::TiledRefiner).source == DecisionSource::Flag);
 }
 
 TEST_CASE("a cached plan is reused until refreshed", "[model][tune]") {
   CacheFile cache;
   corridorkey::detail::inject_trial_delay("bfloat16", 400);
   OptimizedEngine first(tuned(TuneMode::Auto));
-  REQUIRE(first.info().tune.origin == "trials");
+  REQUIRE(first.info().tune.origin == PlanOrigin::Trials);
   REQUIRE(first.info().precision == "float32");
   REQUIRE(fs::exists(cache.path));
 
@@ -159,10 +159,10 @@ TEST_CASE("a cached plan is reused until refreshed", "[model][tune]") {
   corridorkey::detail::inject_trial_delay("", 0);
   corridorkey::detail::inject_trial_delay("float32", 400);
   OptimizedEngine again(tuned(TuneMode::Auto));
-  CHECK(again.info().tune.origin == "cache");
+  CHECK(again.info().tune.origin == PlanOrigin::Cache);
   CHECK(again.info().precision == "float32");
   OptimizedEngine refreshed(tuned(TuneMode::Refresh));
-  CHECK(refreshed.info().tune.origin == "trials");
+  CHECK(refreshed.info().tune.origin == PlanOrigin::Trials);
   CHECK(refreshed.info().precision == "bfloat16");
   OptimizedEngine after(tuned(TuneMode::Auto));
   CHECK(after.info().precision == "bfloat16");
@@ -171,7 +171,7 @@ TEST_CASE("a cached plan is reused until refreshed", "[model][tune]") {
   auto other = tuned(TuneMode::Auto);
   other.img_size = 128;
   OptimizedEngine small(other);
-  CHECK(small.info().tune.origin == "trials");
+  CHECK(small.info().tune.origin == PlanOrigin::Trials);
   std::string error;
   CHECK(corridorkey::detail::tune_cache_read_all(error).size() == 2);
   CHECK(error.empty());
@@ -184,7 +184,7 @@ TEST_CASE("a corrupt tune cache is left as it is, with a warning, and the plan k
   { std::ofstream(cache.path) << text; }
   OptimizedEngine e(tuned(TuneMode::Auto));
   CHECK_THAT(e.info().notes, Contains("not usable") && Contains(cache.path) && Contains("left as it is"));
-  CHECK(e.info().tune.origin == "memory");
+  CHECK(e.info().tune.origin == PlanOrigin::Memory);
   CHECK(ck_test::read_file(cache.path) == text);
 }
 
@@ -192,8 +192,8 @@ TEST_CASE("a corrupt tune cache is left as it is, with a warning, and the plan k
 TunePlan stored_plan(const std::string& key) {
   TunePlan p;
   p.key = key;
-  p.origin = "trials";
-  p.decisions.push_back({"tiled_refiner", "false", "plan", "", {{"whole", 10.0}, {"tiled", 12.0}}});
+  p.origin = PlanOrigin::Trials;
+  p.decisions.push_back({TuneOption::TiledRefiner, TuneChoice::False, DecisionSource::Plan, "", {{"whole", 10.0}, {"tiled", 12.0}}});
   return p;
 }
 
@@ -320,10 +320,10 @@ TEST_CASE("with no HOME nor XDG_CACHE_HOME there is no cache file, in /tmp or an
 TEST_CASE("an unwritable tune cache keeps the plan in memory", "[model][tune]") {
   CacheFile cache("/proc/corridorkey-no-such-dir/tune.json");  // cannot be created, even as root
   OptimizedEngine e(tuned(TuneMode::Auto));
-  CHECK(e.info().tune.origin == "memory");
+  CHECK(e.info().tune.origin == PlanOrigin::Memory);
   CHECK_THAT(e.info().notes, Contains("cannot be written") && Contains("kept in memory"));
   OptimizedEngine again(tuned(TuneMode::Auto));
-  CHECK(again.info().tune.origin == "cache");  // from this process's memory
+  CHECK(again.info().tune.origin == PlanOrigin::Cache);  // from this process's memory
   CHECK(again.info().precision == e.info().precision);
 }
 
@@ -333,20 +333,21 @@ TEST_CASE("tune off keeps the flag rules and times nothing", "[model][tune]") {
   auto o = tuned(TuneMode::Off);
   OptimizedEngine e(o);
   CHECK(e.info().precision == to_string(resolve_precision(Precision::Auto, "cpu")));
-  CHECK(e.info().tune.origin == "off");
-  CHECK(decision(e.info(), "model_precision").source == "rule");
+  CHECK(e.info().tune.origin == PlanOrigin::Off);
+  CHECK(decision(e.info(), TuneOption::ModelPrecision).source == DecisionSource::Rule);
   CHECK_FALSE(fs::exists(cache.path));
 }
 
 TEST_CASE("a job pins the planning machine's precision", "[model][tune]") {
   CacheFile cache;
   corridorkey::detail::inject_trial_delay("float32", 400);
-  const auto [p, how] = planned_precision(tuned(TuneMode::Auto));
+  const auto job = tuned(TuneMode::Auto);
+  const auto [p, how] = planned_precision(job.model(), job.engine());
   CHECK(p == Precision::BFloat16);
   CHECK_THAT(how, Contains("measured plan"));
   auto fixed = tuned(TuneMode::Auto);
   fixed.model_precision = Precision::Float32;
-  CHECK(planned_precision(fixed).first == Precision::Float32);
+  CHECK(planned_precision(fixed.model(), fixed.engine()).first == Precision::Float32);
 }
 
 TEST_CASE("the plan times the fp32 attention kernel per stage and keeps the faster", "[model][tune]") {
@@ -357,28 +358,28 @@ TEST_CASE("the plan times the fp32 attention kernel per stage and keeps the fast
   CacheFile cache;
   auto o = tuned();
   o.model_precision = Precision::Float32;
-  const char* stages[] = {"native_attention.stage1", "native_attention.stage2",
-                          "native_attention.stage3", "native_attention.stage4"};
+  const TuneOption stages[] = {TuneOption::NativeAttentionStage1, TuneOption::NativeAttentionStage2,
+                               TuneOption::NativeAttentionStage3, TuneOption::NativeAttentionStage4};
   corridorkey::detail::inject_trial_delay("native", 400);
   OptimizedEngine slow_native(o);
-  for (const char* s : stages) {
-    CHECK(decision(slow_native.info(), s).value == "false");
-    CHECK(decision(slow_native.info(), s).source == "plan");
+  for (const TuneOption s : stages) {
+    CHECK(decision(slow_native.info(), s).value == TuneChoice::False);
+    CHECK(decision(slow_native.info(), s).source == DecisionSource::Plan);
   }
   CHECK(slow_native.info().attention == "4-D SDPA");
 
   corridorkey::detail::inject_trial_delay("", 0);
   corridorkey::detail::inject_trial_delay("sdpa", 400);
   OptimizedEngine slow_sdpa(o);
-  for (const char* s : stages) CHECK(decision(slow_sdpa.info(), s).value == "true");
+  for (const TuneOption s : stages) CHECK(decision(slow_sdpa.info(), s).value == TuneChoice::True);
   CHECK_THAT(slow_sdpa.info().attention, Catch::Matchers::Matches("native fp32 kernel \\((avx2|avx512)\\) in every stage"));
 
   // An explicit value wins over a plan that would differ.
   o.native_attention = AutoSwitch::Off;
   OptimizedEngine off(o);
   CHECK(off.info().attention == "4-D SDPA");
-  CHECK(decision(off.info(), "native_attention").source == "flag");
-  CHECK(off.info().tune.find("native_attention.stage1") == nullptr);
+  CHECK(decision(off.info(), TuneOption::NativeAttention).source == DecisionSource::Flag);
+  CHECK(off.info().tune.find(TuneOption::NativeAttentionStage1) == nullptr);
 }
 
 TEST_CASE("each precision is estimated and checked with its own faster attention kernel", "[model][tune]") {
@@ -395,7 +396,7 @@ TEST_CASE("each precision is estimated and checked with its own faster attention
   corridorkey::detail::inject_trial_delay("bfloat16 sdpa", 1500);
   OptimizedEngine e(tuned());
   CHECK(e.info().precision == "bfloat16");
-  CHECK(decision(e.info(), "native_attention.stage3").value == "true");
+  CHECK(decision(e.info(), TuneOption::NativeAttentionStage3).value == TuneChoice::True);
   CHECK_THAT(e.info().attention, Contains("native bf16 kernel"));
 }
 
@@ -411,8 +412,8 @@ TEST_CASE("an engine at another size than its Model keeps the Model's precision 
   auto o = tuned(TuneMode::Auto);
   corridorkey::detail::inject_trial_delay("bfloat16", 400);  // the Model: float32
   corridorkey::detail::inject_trial_delay("sdpa", 400);      // and the native kernel
-  auto model = Model::load(o);
-  auto at_model = create_engine(model, o);
+  auto model = Model::load(o.model(), o.engine());
+  auto at_model = create_engine(model, o.engine());
   CHECK(at_model->info().precision == "float32");
   CHECK_THAT(at_model->info().attention, Contains("native fp32 kernel"));
 
@@ -421,16 +422,16 @@ TEST_CASE("an engine at another size than its Model keeps the Model's precision 
   corridorkey::detail::inject_trial_delay("native", 400);  // at 320 the kernel loses
   auto other = o;
   other.img_size = 320;
-  auto e = create_engine(model, other);
+  auto e = create_engine(model, other.engine());
   CHECK(e->info().img_size == 320);
   CHECK(e->info().precision == "float32");  // the Model's weights, not a new trial
-  CHECK(decision(e->info(), "model_precision").source == "flag");
-  CHECK(decision(e->info(), "native_attention.stage1").value == "false");
+  CHECK(decision(e->info(), TuneOption::ModelPrecision).source == DecisionSource::Flag);
+  CHECK(decision(e->info(), TuneOption::NativeAttentionStage1).value == TuneChoice::False);
   CHECK(e->info().attention == "4-D SDPA");
   CHECK_THAT(e->info().tune.key, Contains("img 320"));
   // The Model's engines keep theirs: the choice is per engine, not written into the
   // shared modules.
-  CHECK_THAT(create_engine(model, o)->info().attention, Contains("native fp32 kernel"));
+  CHECK_THAT(create_engine(model, o.engine())->info().attention, Contains("native fp32 kernel"));
   std::vector<uint8_t> plate(160 * 90 * 3, 120), hint(160 * 90, 200);
   const auto r = e->process_frame({plate.data(), 160, 90, 3, PixelType::UInt8, 0},
                                   {hint.data(), 160, 90, 1, PixelType::UInt8, 0});
@@ -448,15 +449,15 @@ TEST_CASE("the plan times float32 Linear layers through oneDNN against MKL and k
   o.model_precision = Precision::Float32;
   corridorkey::detail::inject_trial_delay("onednn", 400);
   OptimizedEngine slow_onednn(o);
-  CHECK(decision(slow_onednn.info(), "onednn_linear").value == "false");
-  CHECK(decision(slow_onednn.info(), "onednn_linear").source == "plan");
+  CHECK(decision(slow_onednn.info(), TuneOption::OnednnLinear).value == TuneChoice::False);
+  CHECK(decision(slow_onednn.info(), TuneOption::OnednnLinear).source == DecisionSource::Plan);
   CHECK(slow_onednn.options().onednn_linear == AutoSwitch::Auto);  // as asked
 
   corridorkey::detail::inject_trial_delay("", 0);
   corridorkey::detail::inject_trial_delay("mkl", 400);
   OptimizedEngine slow_mkl(o);
-  const auto& d = decision(slow_mkl.info(), "onednn_linear");
-  CHECK(d.value == "true");
+  const auto& d = decision(slow_mkl.info(), TuneOption::OnednnLinear);
+  CHECK(d.value == TuneChoice::True);
   CHECK(d.times_ms.size() == 2);
 
   // The same frame both ways: within float32 rounding (the engine's fp32 bound, 1e-4).
@@ -479,16 +480,16 @@ TEST_CASE("the plan times float32 Linear layers through oneDNN against MKL and k
   auto off_opt = o;
   off_opt.onednn_linear = AutoSwitch::Off;
   OptimizedEngine off(off_opt);
-  CHECK(decision(off.info(), "onednn_linear").source == "flag");
-  CHECK(decision(off.info(), "onednn_linear").value == "false");
+  CHECK(decision(off.info(), TuneOption::OnednnLinear).source == DecisionSource::Flag);
+  CHECK(decision(off.info(), TuneOption::OnednnLinear).value == TuneChoice::False);
 
   // Per engine on one Model whose plan chose oneDNN: `false` runs MKL and says so.
-  auto model = Model::load(o);  // the cached plan: oneDNN
-  auto on_model = create_engine(model, o);
-  CHECK(decision(on_model->info(), "onednn_linear").value == "true");
-  auto mkl_engine = create_engine(model, off_opt);
-  CHECK(decision(mkl_engine->info(), "onednn_linear").value == "false");
-  CHECK(decision(mkl_engine->info(), "onednn_linear").source == "flag");
+  auto model = Model::load(o.model(), o.engine());  // the cached plan: oneDNN
+  auto on_model = create_engine(model, o.engine());
+  CHECK(decision(on_model->info(), TuneOption::OnednnLinear).value == TuneChoice::True);
+  auto mkl_engine = create_engine(model, off_opt.engine());
+  CHECK(decision(mkl_engine->info(), TuneOption::OnednnLinear).value == TuneChoice::False);
+  CHECK(decision(mkl_engine->info(), TuneOption::OnednnLinear).source == DecisionSource::Flag);
   calls = onednn_linear_calls();
   (void)mkl_engine->process_frame(pv, hv);
   CHECK(onednn_linear_calls() == calls);
@@ -507,15 +508,15 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
   o.model_precision = Precision::Float32;
   corridorkey::detail::inject_trial_delay("winograd", 400);
   OptimizedEngine slow_winograd(o);
-  CHECK(decision(slow_winograd.info(), "winograd_conv").value == "false");
-  CHECK(decision(slow_winograd.info(), "winograd_conv").source == "plan");
+  CHECK(decision(slow_winograd.info(), TuneOption::WinogradConv).value == TuneChoice::False);
+  CHECK(decision(slow_winograd.info(), TuneOption::WinogradConv).source == DecisionSource::Plan);
   CHECK(slow_winograd.options().winograd_conv == AutoSwitch::Auto);  // as asked
 
   corridorkey::detail::inject_trial_delay("", 0);
   corridorkey::detail::inject_trial_delay("direct", 400);
   OptimizedEngine slow_direct(o);
-  const auto& d = decision(slow_direct.info(), "winograd_conv");
-  CHECK(d.value == "true");
+  const auto& d = decision(slow_direct.info(), TuneOption::WinogradConv);
+  CHECK(d.value == TuneChoice::True);
   CHECK(d.times_ms.size() == 2);
   CHECK(d.times_ms[0].first == "winograd");
 
@@ -546,7 +547,7 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
   tiled_opt.tiled_refiner = RefinerTiling::On;
   tiled_opt.winograd_conv = AutoSwitch::On;
   OptimizedEngine tiled(tiled_opt);
-  CHECK(decision(tiled.info(), "winograd_conv").source == "flag");
+  CHECK(decision(tiled.info(), TuneOption::WinogradConv).source == DecisionSource::Flag);
   calls = winograd_conv_f32_calls();
   const auto t = tiled.process_frame(pv, hv);
   CHECK(winograd_conv_f32_calls() > calls + 8);
@@ -560,16 +561,16 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
   auto off_opt = o;
   off_opt.winograd_conv = AutoSwitch::Off;
   OptimizedEngine off(off_opt);
-  CHECK(decision(off.info(), "winograd_conv").source == "flag");
-  CHECK(decision(off.info(), "winograd_conv").value == "false");
+  CHECK(decision(off.info(), TuneOption::WinogradConv).source == DecisionSource::Flag);
+  CHECK(decision(off.info(), TuneOption::WinogradConv).value == TuneChoice::False);
 
   // Per engine on one Model whose plan chose Winograd: `false` runs oneDNN and says so.
-  auto model = Model::load(o);  // timed again, direct still made slow: Winograd
-  auto on_model = create_engine(model, o);
-  CHECK(decision(on_model->info(), "winograd_conv").value == "true");
-  auto direct_engine = create_engine(model, off_opt);
-  CHECK(decision(direct_engine->info(), "winograd_conv").value == "false");
-  CHECK(decision(direct_engine->info(), "winograd_conv").source == "flag");
+  auto model = Model::load(o.model(), o.engine());  // timed again, direct still made slow: Winograd
+  auto on_model = create_engine(model, o.engine());
+  CHECK(decision(on_model->info(), TuneOption::WinogradConv).value == TuneChoice::True);
+  auto direct_engine = create_engine(model, off_opt.engine());
+  CHECK(decision(direct_engine->info(), TuneOption::WinogradConv).value == TuneChoice::False);
+  CHECK(decision(direct_engine->info(), TuneOption::WinogradConv).source == DecisionSource::Flag);
   calls = winograd_conv_f32_calls();
   (void)direct_engine->process_frame(pv, hv);
   CHECK(winograd_conv_f32_calls() == calls);
@@ -581,7 +582,7 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
   nchw.channels_last = false;
   nchw.winograd_conv = AutoSwitch::On;
   OptimizedEngine nchw_engine(nchw);
-  CHECK(decision(nchw_engine.info(), "winograd_conv").value == "false");
+  CHECK(decision(nchw_engine.info(), TuneOption::WinogradConv).value == TuneChoice::False);
   CHECK_THAT(nchw_engine.info().refiner, !Contains("Winograd"));
   CHECK_THAT(nchw_engine.info().notes, Contains("winograd_conv true has no effect: needs channels_last"));
 
@@ -590,11 +591,11 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
   bf16.model_precision = Precision::BFloat16;
   bf16.winograd_conv = AutoSwitch::On;
   OptimizedEngine bf16_engine(bf16);
-  CHECK(bf16_engine.info().tune.find("winograd_conv") == nullptr);
-  CHECK(bf16_engine.info().tune.find("onednn_linear") == nullptr);
+  CHECK(bf16_engine.info().tune.find(TuneOption::WinogradConv) == nullptr);
+  CHECK(bf16_engine.info().tune.find(TuneOption::OnednnLinear) == nullptr);
   CHECK_THAT(bf16_engine.info().notes, Contains("winograd_conv true has no effect") && Contains("bfloat16"));
   CHECK_THAT(bf16_engine.info().refiner, !Contains("Winograd"));
-  CHECK_THAT(decision(nchw_engine.info(), "winograd_conv").why, Contains("channels_last"));
+  CHECK_THAT(decision(nchw_engine.info(), TuneOption::WinogradConv).why, Contains("channels_last"));
   calls = winograd_conv_f32_calls();
   (void)nchw_engine.process_frame(pv, hv);
   CHECK(winograd_conv_f32_calls() == calls);
@@ -611,7 +612,7 @@ TEST_CASE("a newer engine's tune cache is read for nothing and left as it is", "
   CHECK_FALSE(corridorkey::detail::tune_cache_load("k", warning));
   CHECK_THAT(warning, Contains("newer engine") && Contains("version 99") && Contains(cache.path));
   OptimizedEngine e(tuned());  // tunes, keeps the plan in memory
-  CHECK(e.info().tune.origin == "memory");
+  CHECK(e.info().tune.origin == PlanOrigin::Memory);
   CHECK(ck_test::read_file(cache.path) == newer);
 }
 
@@ -619,8 +620,8 @@ TEST_CASE("a trial time that is not finite is left out of the cache, not written
   CacheFile cache;
   TunePlan p;
   p.key = "a plan with a failed trial";
-  p.origin = "trials";
-  p.decisions.push_back({"winograd_conv", "false", "plan", "", {{"winograd", std::numeric_limits<double>::infinity()},
+  p.origin = PlanOrigin::Trials;
+  p.decisions.push_back({TuneOption::WinogradConv, TuneChoice::False, DecisionSource::Plan, "", {{"winograd", std::numeric_limits<double>::infinity()},
                                                                {"direct", 12.5}}});
   std::string warning;
   REQUIRE(corridorkey::detail::tune_cache_store(p, warning));
@@ -630,7 +631,7 @@ TEST_CASE("a trial time that is not finite is left out of the cache, not written
   INFO(warning);
   REQUIRE(loaded);  // the file is readable JSON: no plan in it was lost
   CHECK(warning.empty());
-  const auto* d = loaded->find("winograd_conv");
+  const auto* d = loaded->find(TuneOption::WinogradConv);
   REQUIRE(d);
   REQUIRE(d->times_ms.size() == 1);
   CHECK(d->times_ms[0].first == "direct");

@@ -10,6 +10,7 @@
 #include <corridorkey/option_fields.h>
 
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <sstream>
 
@@ -34,8 +35,8 @@ TEST_CASE("bundled profiles load with the seed's table", "[unit]") {
   CHECK(opt.cache_clearing);
   CHECK(opt.model_precision == Precision::Auto);
   CHECK(opt.tile_size == 256);
-  CHECK(o.engine == EngineKind::Original);
-  CHECK(opt.engine == EngineKind::Optimized);
+  CHECK(o.engine_kind == EngineKind::Original);
+  CHECK(opt.engine_kind == EngineKind::Optimized);
   const auto perf = load_profile("performance");
   CHECK(perf.compile_mode == CompileMode::MaxAutotune);
   CHECK(perf.tiled_refiner == RefinerTiling::Off);
@@ -203,4 +204,48 @@ TEST_CASE("threads are bounded by the CPUs this process may use: affinity and cg
   const int n = corridorkey::config::usable_cpus();
   sched_setaffinity(0, sizeof old, &old);
   CHECK(n == 1);
+}
+
+// docs/embedding.md's field -> struct table is the one users read: every row of the option
+// table must be in it exactly once, in the struct the row's owner names, and the
+// "process-wide" row must list exactly the process_wide fields.
+TEST_CASE("option owners: each field in one struct, as docs/embedding.md's table says", "[unit]") {
+  const char* src = std::getenv("CK_SOURCE_DIR");
+  REQUIRE(src != nullptr);
+  std::ifstream doc(std::string(src) + "/docs/embedding.md");
+  REQUIRE(doc.good());
+  std::map<std::string, std::pair<std::string, bool>> listed;  // key -> (struct, process-wide row)
+  std::string line;
+  while (std::getline(doc, line)) {
+    std::string owner;
+    if (line.rfind("| `ModelOptions`", 0) == 0) owner = "model";
+    else if (line.rfind("| `EngineSettings`", 0) == 0) owner = "engine";
+    else continue;
+    const bool wide = line.find("process-wide |") != std::string::npos;
+    const auto cells = line.find(" | ");
+    REQUIRE(cells != std::string::npos);
+    const std::string names = line.substr(cells + 3);
+    // The first backticked word of each comma-separated entry is the key.
+    std::stringstream entries(names);
+    std::string entry;
+    while (std::getline(entries, entry, ',')) {
+      const auto a = entry.find('`');
+      if (a == std::string::npos) continue;
+      const auto b = entry.find('`', a + 1);
+      const std::string key = entry.substr(a + 1, b - a - 1);
+      INFO(key);
+      CHECK(listed.count(key) == 0);
+      listed[key] = {owner, wide};
+    }
+  }
+  REQUIRE(listed.size() > 30);
+  for (const auto& f : engine_option_fields()) {
+    INFO(f.key);
+    REQUIRE(listed.count(f.key) == 1);
+    CHECK(listed[f.key].first == to_string(f.owner));
+    CHECK(listed[f.key].second == f.process_wide);
+    // What is in the Model's key is a ModelOptions field, never a process-wide one.
+    if (f.in_model_key) CHECK((f.owner == OptionOwner::Model && !f.process_wide));
+  }
+  for (const auto& f : inference_option_fields()) CHECK(f.owner == OptionOwner::Inference);
 }

@@ -257,7 +257,7 @@ std::shared_ptr<const Model> Server::shared_model(const EngineOptions& o, bool* 
     return m;
   }
   try {
-    auto m = Model::load(o);
+    auto m = Model::load(o.model(), o.engine());
     {
       std::lock_guard<std::mutex> l(weights_m_);
       weights_[key] = m;
@@ -291,7 +291,7 @@ void Server::ensure_loaded(ModelSlot& s) {
 void Server::load_engines(ModelSlot& s) {
   const auto t = Clock::now();
   bool shared = false;
-  auto engine = create_engine(shared_model(s.opt, &shared), s.opt);
+  auto engine = create_engine(shared_model(s.opt, &shared), s.opt.engine());
   std::unique_ptr<BaseEngine> blue;
   if (!s.opt.checkpoint_blue.empty()) {  // blue-backed plates go to the blue-screen model
     EngineOptions b = s.opt;
@@ -300,7 +300,7 @@ void Server::load_engines(ModelSlot& s) {
     b.random_weights_arch.clear();
     b.model_screen = Screen::Blue;
     try {
-      blue = create_engine(shared_model(b), b);
+      blue = create_engine(shared_model(b), b.engine());
     } catch (const IoError& e) {
       throw IoError(std::string("checkpoint_blue: ") + e.what());
     } catch (const ModelError& e) {

@@ -1,14 +1,14 @@
 // CorridorKey engines: load a GreenFormer, key frames.
 //
 //   corridorkey::EngineOptions opt = corridorkey::load_profile("optimized");
-//   opt.checkpoint = "CorridorKey.pth";
-//   auto engine = corridorkey::create_engine(opt);        // OptimizedEngine for this profile
+//   opt.checkpoint = "CorridorKey.safetensors";
+//   auto engine = corridorkey::create_engine(opt.model(), opt.engine());  // for this profile
 //   corridorkey::FrameResult r = engine->process_frame(plate_view, hint_view);
 //
 // Several threads, one set of weights (model.h): load a Model once, make one engine per
 // thread from it.
 //
-//   auto model = corridorkey::Model::load(opt);
+//   auto model = corridorkey::Model::load(opt.model(), opt.engine());
 //   std::thread a([&] { auto e = corridorkey::create_engine(model); e->process_frame(...); });
 //   std::thread b([&] { auto e = corridorkey::create_engine(model); e->process_frame(...); });
 //
@@ -167,15 +167,19 @@ class CORRIDORKEY_API BaseEngine {
   };
   ModelOutput run_model(const std::vector<float>& input_planar);
 
+  /// The Model's options as asked and this engine's settings as asked.
   const EngineOptions& options() const;
   const EngineInfo& info() const;
   /// The weights this engine runs, shared with every other engine made from them.
   const std::shared_ptr<const Model>& model() const;
 
  protected:
-  /// Loads a Model of its own (Model::load(options)), then runs on it.
+  /// Loads a Model of its own (Model::load(options.model(), options.engine())), then runs on it.
   explicit BaseEngine(const EngineOptions& options);
-  /// Runs on `model`; `options` must have the Model's key (model_key()), else ConfigError.
+  /// Runs on `model` with `settings`.
+  BaseEngine(std::shared_ptr<const Model> model, const EngineSettings& settings);
+  /// Runs on `model`; options.model() must have the Model's key (model_key()), else
+  /// ConfigError; its process-wide fields are applied where they differ from the Model's.
   BaseEngine(std::shared_ptr<const Model> model, const EngineOptions& options);
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -187,6 +191,7 @@ class CORRIDORKEY_API OriginalEngine : public BaseEngine {
  public:
   explicit OriginalEngine(const EngineOptions& options);
   OriginalEngine();  // "original" profile, bundled default checkpoint
+  OriginalEngine(std::shared_ptr<const Model> model, const EngineSettings& settings);
   OriginalEngine(std::shared_ptr<const Model> model, const EngineOptions& options);
 };
 
@@ -196,20 +201,31 @@ class CORRIDORKEY_API OptimizedEngine : public BaseEngine {
  public:
   explicit OptimizedEngine(const EngineOptions& options);
   OptimizedEngine();  // "optimized" profile, bundled default checkpoint
+  OptimizedEngine(std::shared_ptr<const Model> model, const EngineSettings& settings);
   OptimizedEngine(std::shared_ptr<const Model> model, const EngineOptions& options);
 };
 
-/// OriginalEngine for the "original" profile, OptimizedEngine otherwise. Device "auto"
-/// picks CUDA, then MPS, then CPU; an explicit device is honoured or throws DeviceError.
-CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(const EngineOptions& options);
-/// An engine on a loaded Model (no second copy of the weights), with the Model's options,
-/// or with `options` of the same model_key() (the per-engine fields: the size, post-
-/// processing, refiner tiling, compile mode, on_oom ... may differ). At another img_size /
-/// backbone_size than the Model's, the engine holds its own pos_embed, resized from the
-/// checkpoint's as Model::load at that size would (the file is read again for it).
+/// A Model loaded for `model` and `settings`, and an engine with `settings` on it:
+/// OriginalEngine for engine_kind original, OptimizedEngine otherwise. Device "auto" picks
+/// CUDA, then MPS, then CPU; an explicit device is honoured or throws DeviceError.
+CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(const ModelOptions& model,
+                                                          const EngineSettings& settings);
+/// An engine on a loaded Model (no second copy of the weights), with the settings the
+/// Model was planned for, or with its own (size, post-processing, refiner, compile mode,
+/// on_oom ... may all differ). At another img_size / backbone_size than the Model's, the
+/// engine holds its own pos_embed, resized from the checkpoint's as Model::load at that
+/// size would (the file is read again for it), and its own plan at that size.
 CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model);
 CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model,
-                                                          const EngineOptions& options);
+                                                          const EngineSettings& settings);
+/// The combined struct, for one release: create_engine(options.model(), options.engine()).
+[[deprecated("create_engine(options.model(), options.engine())")]] CORRIDORKEY_API std::unique_ptr<BaseEngine>
+create_engine(const EngineOptions& options);
+/// For one release: create_engine(model, options.engine()), after checking that
+/// options.model() has the Model's key (ConfigError otherwise); a process-wide field that
+/// differs from the Model's (threads, tf32, ...) is applied, as engines always did.
+[[deprecated("create_engine(model, options.engine())")]] CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(
+    std::shared_ptr<const Model> model, const EngineOptions& options);
 
 /// Bundled default checkpoint path (checkpoints/ in the source tree or the install share).
 CORRIDORKEY_API std::string default_checkpoint();

@@ -1,18 +1,23 @@
 // A loaded GreenFormer: immutable weights on one device, shared by the engines made from it.
 //
-//   corridorkey::EngineOptions opt = corridorkey::load_profile("optimized");
-//   opt.checkpoint = "CorridorKey.pth";
-//   std::shared_ptr<const corridorkey::Model> model = corridorkey::Model::load(opt);  // one read
-//   auto a = corridorkey::create_engine(model);   // thread A's engine
-//   auto b = corridorkey::create_engine(model);   // thread B's: no second copy of the weights
+//   corridorkey::EngineOptions opt = corridorkey::load_profile("optimized");  // both halves
+//   opt.checkpoint = "CorridorKey.safetensors";
+//   auto model = corridorkey::Model::load(opt.model(), opt.engine());  // one read, one plan
+//   auto a = corridorkey::create_engine(model, opt.engine());  // thread A's engine
+//   auto b = corridorkey::create_engine(model, opt.engine());  // thread B's: the same weights
+//
+// The options come in two structs (options.h), as llama.cpp's model and context params do:
+// ModelOptions (what the weights hold, and the process-wide switches) for Model::load, and
+// EngineSettings (each engine's own) for create_engine. Model::load takes the settings of
+// the engine that will be made first too: the measured plan (tune.h) is decided before the
+// weights are built, for that engine's size and refiner, and the first engine with those
+// settings runs on it with no further trial.
 //
 // What a Model holds is baked for one use: the weights' storage type (precision), their
 // layout (channels-last), the fused decoders' folded weights and the attention kernel per
-// encoder stage at its own size. So a Model is keyed by those options (model_key()). An engine must be
-// asked for with options of the same key: asking for another precision, layout, device or
-// checkpoint is a ConfigError, and Model::load() with those options makes a NEW COPY of
-// the weights (there is no conversion in place: the engines already running keep reading
-// these).
+// encoder stage at its own size. So a Model is keyed by its ModelOptions (model_key()):
+// Model::load() with other ones makes a NEW COPY of the weights (there is no conversion in
+// place: the engines already running keep reading these).
 //
 // Per engine, not per Model: the model size (img_size, backbone_size), the buffers and
 // activations of a frame, the refiner mode (whole / tiled), compile mode (eager / CUDA graph
@@ -47,28 +52,36 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-/// The options that decide what a Model holds, as one line of text:
-/// "checkpoint=<absolute path>;device=<resolved device>;model_precision=...;
-/// mixed_precision=...;channels_last=...;fused_decoder=...;flash_attention=...;
-/// native_attention=...;token_chunk=...;tune=...;token_routing=...".
-/// Device "auto" and an empty checkpoint are resolved first, so equal keys mean equal
-/// weights. Everything else in EngineOptions is per engine. Throws DeviceError for a
-/// device that is not there.
-CORRIDORKEY_API std::string model_key(const EngineOptions& options);
+/// The ModelOptions that decide what a Model holds, as one line of text: every field the
+/// option table marks in_model_key, in table order ("flash_attention=true;...;
+/// checkpoint=<absolute path>;model_screen=green;device=<resolved device>"), then the random
+/// weights' architecture and seed. Device "auto" and an empty checkpoint are resolved first,
+/// so equal keys mean equal weights. The process-wide fields, mmap and checkpoint_blue are
+/// not in it. An EngineOptions passes as its model() part. Throws DeviceError for a device
+/// that is not there.
+CORRIDORKEY_API std::string model_key(const ModelOptions& options);
 
 class CORRIDORKEY_API Model {
  public:
-  /// Reads the checkpoint (or builds random weights, EngineOptions::random_weights_arch) and
-  /// prepares it for `options`: the measured plan (tune) is resolved here, once. Every call
-  /// loads: a host that wants one copy per key keeps the shared_ptr (`serve` caches them by
-  /// model_key()). Throws ConfigError / IoError / ModelError / DeviceError as engines do.
-  static std::shared_ptr<const Model> load(const EngineOptions& options);
+  /// Reads the checkpoint (or builds random weights, ModelOptions::random_weights_arch),
+  /// decides the measured plan (tune) for it and for the first engine's settings `plan_for`
+  /// (its size, refiner, Linear and convolution choices), then builds the weights as the
+  /// plan says. Every call loads: a host that wants one copy per key keeps the shared_ptr
+  /// (`serve` caches them by model_key()). Throws ConfigError / IoError / ModelError /
+  /// DeviceError as engines do.
+  static std::shared_ptr<const Model> load(const ModelOptions& options,
+                                           const EngineSettings& plan_for = default_engine_settings());
+  /// The combined struct, for one release: Model::load(options.model(), options.engine()).
+  [[deprecated("Model::load(options.model(), options.engine())")]] static std::shared_ptr<const Model> load(
+      const EngineOptions& options);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
   const std::string& key() const;        // model_key() of the options it was loaded with
-  const EngineOptions& options() const;  // as asked (create_engine(model) uses them)
+  const ModelOptions& options() const;   // as asked
+  /// The engine settings the plan was made for (create_engine(model) uses them).
+  const EngineSettings& planned_for() const;
   const std::string& device() const;     // "cpu", "cuda:0", ...
   const std::string& checkpoint() const; // the file read, or "random:<arch>"
   const std::string& arch() const;

@@ -27,6 +27,10 @@ enum class OptionScope { Profile, Run, Inference };
 /// false; Integer; Real (any finite number); Choice one of named values (tri-state choices
 /// also take true / false); Text; Size an integer or a percentage as text ("50%").
 enum class OptionKind { Text, Switch, Integer, Real, Choice, Size };
+/// Which struct a field belongs to: ModelOptions (baked into a Model's weights, or
+/// process-wide), EngineSettings (each engine's own) or InferenceOptions (the clip pipeline).
+enum class OptionOwner { Model, Engine, Inference };
+CORRIDORKEY_API const char* to_string(OptionOwner o);  // "model" | "engine" | "inference"
 
 struct OptionInfo {
   std::string key;            // YAML key; the flag is "--" + key with '_' -> '-'
@@ -38,6 +42,13 @@ struct OptionInfo {
   std::vector<std::string> aliases;                            // more value flags
   std::vector<std::pair<std::string, std::string>> shortcuts;  // flag -> fixed value
   OptionKind kind = OptionKind::Text;
+  OptionOwner owner = OptionOwner::Engine;
+  /// A ModelOptions field applied to the whole process by the first Model loaded (threads,
+  /// tf32, disable_cudnn_benchmark, host_block_cache): not part of a Model's key.
+  bool process_wide = false;
+  /// Part of model_key(): two Models differing in it hold different weights (every
+  /// ModelOptions field but the process-wide ones, mmap and checkpoint_blue).
+  bool in_model_key = false;
 };
 
 /// EngineOptions fields (Profile and Run scope), in table order.

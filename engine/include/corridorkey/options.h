@@ -1,7 +1,11 @@
 // The options of a run, as typed structs with their defaults:
-//  - EngineOptions: every profile field, the device, the checkpoint, the model size and the
-//    post-processing knobs. Profiles (profiles/*.yaml) parse into it and command-line flags
-//    override its fields (profile.h).
+//  - ModelOptions: what is baked into a Model's weights (checkpoint, device, precision,
+//    layouts and fusions, the attention kernel, the plan mode, token routing) and the
+//    process-wide switches (threads, tf32 ...). Model::load takes it (model.h).
+//  - EngineSettings: what each engine owns (size, refiner, compile mode, memory policy,
+//    post-processing). create_engine takes it (engine.h).
+//  - EngineOptions: both, as profiles (profiles/*.yaml), flags and job files fill them
+//    (profile.h), and as run_inference takes them.
 //  - InferenceOptions: what the clip pipeline reads and writes (pipeline.h).
 // Each field has one row in a table (option_fields.h) that parses and prints it; the
 // defaults below are the only defaults.
@@ -56,10 +60,46 @@ CORRIDORKEY_API const char* to_string(TuneMode t);     // "off" | "auto" | "refr
 /// clip.
 enum class Screen { Auto, Green, Blue };
 
-struct EngineOptions {
-  // ---- optimization profile fields (profiles/*.yaml) ----
-  /// OriginalEngine (the reference behaviour, no token routing) or OptimizedEngine.
-  EngineKind engine = EngineKind::Original;
+/// What is baked into a Model's weights, and the process-wide switches the first Model
+/// loaded applies (model.h). Model::load takes it; engines made from one Model share it.
+/// Defaults: default_model_options() (the struct's initialisers, the "original" profile's).
+struct ModelOptions {
+  // ---- the weights ----
+  /// .safetensors, torch.save .pth or TorchScript archive, told by content; or a folder,
+  /// in which *.safetensors is preferred over *.pth and *.pth over *.ts (one file of the
+  /// preferred kind, else a ConfigError listing them). Empty: the bundled model.
+  std::string checkpoint;
+  /// With an empty checkpoint: build this architecture with seeded random weights
+  /// ("hiera_base_plus", "small" or "tiny"); for benchmarks and tests only.
+  std::string random_weights_arch;
+  uint64_t random_weights_seed = 0;
+  /// The backing `checkpoint` was trained on: green (CorridorKey) or blue (the blue-screen
+  /// model). Plates shot on the other colour are keyed with green and blue swapped.
+  Screen model_screen = Screen::Green;
+  /// The blue-screen model (a file or folder as `checkpoint`): run_inference loads it as a
+  /// second Model with these same options, for clips on a blue backing, keyed without the
+  /// green/blue swap; empty: blue clips are keyed with `checkpoint` and the swap. Not part
+  /// of this Model's key.
+  std::string checkpoint_blue;
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N | mps
+  /// safetensors checkpoints: map the file (the weights stay in the page cache, shared
+  /// with other processes, no copy) or read it into memory. A mapped file that is replaced
+  /// or truncated while in use raises SIGBUS (docs/checkpoints.md: the CLI turns it into
+  /// exit 4, install_mapped_checkpoint_guard), so a process that outlives one job (a host
+  /// application, `serve`) should read (false). Not part of the key: the same weights.
+  bool mmap = true;
+
+  // ---- how they are stored and run ----
+  Precision model_precision = Precision::Float32;
+  /// Autocast: weights stay float32, matmuls/convs run in model_precision's half type.
+  bool mixed_precision = false;
+  /// Convolutions (patch embedding, decoders, refiner) on channels-last (NHWC) tensors,
+  /// the layout oneDNN / cuDNN run fastest (fp32 effect <= 1e-5).
+  bool channels_last = false;
+  /// Decoder heads without the 1024-channel concatenation (linear_fuse folded into the
+  /// per-scale projections, 256 channels resized per scale): ~4x less decoder memory,
+  /// fp32 effect <= 1e-5 on alpha/fg.
+  bool fused_decoder = false;
   /// Global-attention blocks run SDPA on contiguous 4-D q/k/v (flash / memory-efficient
   /// kernels) instead of the 5-D math path that materialises N x N scores. fp32 effect
   /// <= 1e-5 on alpha/fg (tests/test_engine.cpp).
@@ -78,27 +118,71 @@ struct EngineOptions {
   /// Equal to whole rows to float32 rounding: every op is row-wise, only a GEMM may reduce a
   /// row slice in another order (test_functional.cpp, test_engine.cpp).
   int64_t token_chunk = 0;
+  /// The measured plan: timed trials choose precision (model_precision auto), the
+  /// attention kernel (native_attention auto) and refiner tiling (tiled_refiner auto, where
+  /// memory allows both) on this machine, cached per user (tune.h). An explicit value of
+  /// those fields always wins over the plan.
+  TuneMode tune = TuneMode::Off;
+  bool token_routing = false;
+  double edge_threshold_low = 0.02;
+  double edge_threshold_high = 0.98;
+  int64_t min_edge_tokens = 64;
+
+  // ---- process-wide: applied by the first Model loaded in the process ----
+  // A later Model (or engine) asking for other values applies them for the whole process
+  // (threads, tf32, cudnn benchmark: every Model then runs with them) or notes that it
+  // cannot (docs/embedding.md); they are not part of a Model's key.
+  /// LibTorch intra-op threads (0 = LibTorch's default, one per core).
+  int threads = 0;
+  /// TF32 for float32 matmuls / convolutions on Ampere+ GPUs.
+  bool tf32 = false;
+  /// cudnn.benchmark = !disable_cudnn_benchmark.
+  bool disable_cudnn_benchmark = false;
+  /// CPU tensors of 1 MiB and more from the engine's block cache: mapped with transparent
+  /// huge pages and reused from frame to frame instead of mapped, faulted in and zeroed
+  /// anew by every tensor (glibc mmaps each request above 32 MiB). Bit-identical results;
+  /// never maps more than the most the process has needed at once.
+  bool host_block_cache = false;
+  /// Count LibTorch's CPU allocations to report host_peak_allocated / per-stage peaks.
+  /// Installs a counting allocator for the whole process (a mutex per allocation), so it
+  /// is off unless asked for; `bench` turns it on. RSS-based peaks are always reported.
+  bool track_host_memory = false;
+};
+
+/// What each engine owns: its size, its refiner and compile mode, its memory policy and its
+/// post-processing. Engines made from one Model may differ in every field. create_engine
+/// takes it; Model::load takes the one the first engine will have, so that the plan is
+/// timed for it. Defaults: default_engine_settings().
+struct EngineSettings {
+  /// OriginalEngine (the reference behaviour, no token routing) or OptimizedEngine (profile
+  /// key `engine`).
+  EngineKind engine_kind = EngineKind::Original;
+  /// Name of the profile these settings came from ("custom" when built by hand).
+  std::string profile = "custom";
+  int64_t img_size = 0;         // model resolution S; 0 = the checkpoint's own
+  /// Size the encoder and decoders run at, below img_size, for speed: pixels (0 = img_size),
+  /// or backbone_percent of img_size when that is > 0 (profiles say `backbone_size: 50%`).
+  /// Rounded down to a multiple of 32 with a note; the refiner and the outputs stay at
+  /// img_size. Trades quality at thin strands and semi-transparent edges (docs/profiles.md).
+  int64_t backbone_size = 0;
+  int backbone_percent = 0;
   /// float32 Linear layers on a CPU through oneDNN's matmul (with GELU fused into the MLP's
   /// first one) instead of at::linear's MKL GEMM: within float32 rounding (test_functional,
   /// test_tune). Auto: the measured plan times both on one encoder block per stage shape and
   /// keeps the faster (oneDNN ran the encoder's Linear shapes 1.2-2.6x faster on an AMD
-  /// EPYC Zen 5; MKL may win on Intel); with tune off, Auto means off. Per engine: engines
-  /// on one Model may differ. No effect in other precisions, under mixed_precision, on other
-  /// devices (bf16 Linear already runs through oneDNN), or when the process's float32 matmul
-  /// precision is not IEEE (oneDNN would then compute in bf16 / tf32).
+  /// EPYC Zen 5; MKL may win on Intel); with tune off, Auto means off. No effect in other
+  /// precisions, under mixed_precision, on other devices (bf16 Linear already runs through
+  /// oneDNN), or when the process's float32 matmul precision is not IEEE (oneDNN would then
+  /// compute in bf16 / tf32).
   AutoSwitch onednn_linear = AutoSwitch::Off;
   /// The refiner's eight 64 -> 64 float32 3x3 convolutions on a CPU by Winograd's F(2x2,
   /// 3x3) (kernels/winograd_conv_cpu.h: 2.25x fewer multiplications) instead of oneDNN's
   /// direct convolution: within float32 rounding (its error against float64 was 6.3-6.9e-7
   /// against the direct one's 7.7e-7-2.5e-6, test_kernels). Auto: the measured plan times one
-  /// refiner block both ways and keeps the faster; with tune off, Auto means off. Per engine.
-  /// Needs channels_last (the kernel reads channels-last maps) and AVX2 + FMA; no effect in
-  /// other precisions, under mixed_precision or on other devices.
+  /// refiner block both ways and keeps the faster; with tune off, Auto means off. Needs
+  /// channels_last (the kernel reads channels-last maps) and AVX2 + FMA; no effect in other
+  /// precisions, under mixed_precision or on other devices.
   AutoSwitch winograd_conv = AutoSwitch::Off;
-  /// Decoder heads without the 1024-channel concatenation (linear_fuse folded into the
-  /// per-scale projections, 256 channels resized per scale): ~4x less decoder memory,
-  /// fp32 effect <= 1e-5 on alpha/fg.
-  bool fused_decoder = false;
   /// Exact tiled refiner: image-global GroupNorm statistics, tile-sized working memory.
   /// Auto tiles only when the whole-image refiner would not fit refiner_memory_budget_mb.
   RefinerTiling tiled_refiner = RefinerTiling::Off;
@@ -108,75 +192,18 @@ struct EngineOptions {
   /// Refiner GroupNorms fused with their residual add and ReLU (two passes over the map
   /// instead of five; fp32 effect <= 1e-5).
   bool fused_refiner = false;
-  /// Convolutions (patch embedding, decoders, refiner) on channels-last (NHWC) tensors,
-  /// the layout oneDNN / cuDNN run fastest (fp32 effect <= 1e-5).
-  bool channels_last = false;
   /// Tile side in pixels (multiple of 8). The exact tiler reads the halo each layer needs
   /// (<= 16 px) and blends nothing, so there is no overlap to set (old profiles' tile_overlap
   /// is accepted with a deprecation warning and ignored).
   int64_t tile_size = 512;
-  /// Process-global: cudnn.benchmark = !disable_cudnn_benchmark (set once per process).
-  bool disable_cudnn_benchmark = false;
   /// Release the caching allocator's free blocks between encoder, decoders and refiner.
   bool cache_clearing = false;
-  /// CPU tensors of 1 MiB and more from the engine's block cache: mapped with transparent
-  /// huge pages and reused from frame to frame instead of mapped, faulted in and zeroed
-  /// anew by every tensor (glibc mmaps each request above 32 MiB). Bit-identical results;
-  /// never maps more than the most the process has needed at once. Process-wide: each
-  /// engine applies its value when it is built.
-  bool host_block_cache = false;
   CompileMode compile_mode = CompileMode::None;
-  Precision model_precision = Precision::Float32;
-  /// Autocast: weights stay float32, matmuls/convs run in model_precision's half type.
-  bool mixed_precision = false;
-  /// Process-global TF32 for float32 matmuls / convolutions on Ampere+ GPUs.
-  bool tf32 = false;
-  int64_t dma_buffers = 3;      // pinned host buffers for device->host copies (2..8)
-  bool token_routing = false;
-  double edge_threshold_low = 0.02;
-  double edge_threshold_high = 0.98;
-  int64_t min_edge_tokens = 64;
-  /// safetensors checkpoints: map the file (the weights stay in the page cache, shared
-  /// with other processes, no copy) or read it into memory. A mapped file that is replaced
-  /// or truncated while in use kills the process with SIGBUS, so a process that outlives
-  /// one job (a host application, `serve`) should read (false).
-  bool mmap = true;
-  /// The measured plan: timed trials choose precision (model_precision auto), the
-  /// attention kernel (native_attention auto) and refiner tiling (tiled_refiner auto, where
-  /// memory allows both) on this machine, cached per user (tune.h). An explicit value of
-  /// those fields always wins over the plan.
-  TuneMode tune = TuneMode::Off;
-
-  // ---- model and device ----
-  /// .safetensors, torch.save .pth or TorchScript archive, told by content; or a folder,
-  /// in which *.safetensors is preferred over *.pth and *.pth over *.ts (one file of the
-  /// preferred kind, else a ConfigError listing them). Empty: the bundled model.
-  std::string checkpoint;
-  /// The blue-screen model (a file or folder as `checkpoint`). Clips on a blue backing are
-  /// keyed with it, without the green/blue channel swap; empty: blue clips are keyed with
-  /// `checkpoint` and the swap.
-  std::string checkpoint_blue;
-  /// The backing `checkpoint` was trained on: green (CorridorKey) or blue (the blue-screen
-  /// model). Plates shot on the other colour are keyed with green and blue swapped.
-  Screen model_screen = Screen::Green;
-  /// With an empty checkpoint: build this architecture with seeded random weights
-  /// ("hiera_base_plus", "small" or "tiny"); for benchmarks and tests only.
-  std::string random_weights_arch;
-  uint64_t random_weights_seed = 0;
-  int64_t img_size = 0;         // model resolution S; 0 = the checkpoint's own
-  /// Size the encoder and decoders run at, below img_size, for speed: pixels (0 = img_size),
-  /// or backbone_percent of img_size when that is > 0 (profiles say `backbone_size: 50%`).
-  /// Rounded down to a multiple of 32 with a note; the refiner and the outputs stay at
-  /// img_size. Trades quality at thin strands and semi-transparent edges (docs/profiles.md).
-  int64_t backbone_size = 0;
-  int backbone_percent = 0;
-  std::string device = "auto";  // auto | cpu | cuda | cuda:N | mps
-  /// LibTorch intra-op threads (process-global; 0 = LibTorch's default, one per core).
-  int threads = 0;
-  OnOom on_oom = OnOom::Degrade;
   /// compile_mode default / max-autotune: an AOTInductor package (.pt2) compiled for this
   /// checkpoint and img_size; empty -> CUDA graphs on CUDA, eager elsewhere (logged).
   std::string aoti_package;
+  int64_t dma_buffers = 3;      // pinned host buffers for device->host copies (2..8)
+  OnOom on_oom = OnOom::Degrade;
 
   // ---- pre / post-processing ----
   bool input_is_linear = false; // plate is scene-linear (EXR): convert to sRGB after resize
@@ -184,14 +211,41 @@ struct EngineOptions {
   bool despeckle = true;
   int64_t despeckle_size = 400;  // minimum connected-component area kept (pixels)
   double refiner_scale = 1.0;
+};
 
-  /// Count LibTorch's CPU allocations to report host_peak_allocated / per-stage peaks.
-  /// Installs a counting allocator for the whole process (a mutex per allocation), so it
-  /// is off unless asked for; `bench` turns it on. RSS-based peaks are always reported.
-  bool track_host_memory = false;
+/// The defaults, as llama.cpp's *_default_params(): the structs' own initialisers.
+CORRIDORKEY_API ModelOptions default_model_options();
+CORRIDORKEY_API EngineSettings default_engine_settings();
 
-  /// Name of the profile these options came from ("custom" when built by hand).
-  std::string profile = "custom";
+/// Both halves in one struct: what a profile file, the CLI's flags and a job file fill
+/// (load_profile), and what run_inference takes. model() and engine() are the two parts.
+/// Model::load(EngineOptions) and create_engine(EngineOptions) are deprecated for one release:
+/// call Model::load(o.model(), o.engine()) and create_engine(model, o.engine()).
+///
+/// Every field belongs to exactly one part (the option tables say which, OptionInfo::owner):
+///   ModelOptions:   checkpoint, random_weights_arch, random_weights_seed, model_screen,
+///                   checkpoint_blue, device, mmap, model_precision, mixed_precision,
+///                   channels_last, fused_decoder, flash_attention, native_attention,
+///                   token_chunk, tune, token_routing, edge_threshold_low,
+///                   edge_threshold_high, min_edge_tokens; process-wide: threads, tf32,
+///                   disable_cudnn_benchmark, host_block_cache, track_host_memory
+///   EngineSettings: engine (engine_kind), profile, img_size, backbone_size, backbone_percent,
+///                   onednn_linear, winograd_conv, tiled_refiner, refiner_memory_budget_mb,
+///                   fused_refiner, tile_size, cache_clearing, compile_mode, aoti_package,
+///                   dma_buffers, on_oom, input_is_linear, despill_strength, despeckle,
+///                   despeckle_size, refiner_scale
+struct EngineOptions : ModelOptions, EngineSettings {
+  const ModelOptions& model() const { return *this; }
+  ModelOptions& model() { return *this; }
+  const EngineSettings& engine() const { return *this; }
+  EngineSettings& engine() { return *this; }
+  /// The two parts as one (what load_profile gives, from what a host holds apart).
+  static EngineOptions of(const ModelOptions& m, const EngineSettings& e) {
+    EngineOptions o;
+    static_cast<ModelOptions&>(o) = m;
+    static_cast<EngineSettings&>(o) = e;
+    return o;
+  }
 };
 
 enum class OnError { Stop, Skip };

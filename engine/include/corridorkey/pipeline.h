@@ -23,7 +23,9 @@
 // whole call, so nothing else may call that engine (or the blue engine) until it returns;
 // other engines, also on the same Model, may key at the same time. Two run_inference calls
 // on different engines may run concurrently (their output folders should differ). The
-// overload taking EngineOptions makes its own engines and may be called from any thread.
+// overload taking EngineOptions makes its own engines and may be called from any thread:
+// the combined struct, since a job needs both halves (its model() part loads the Model, and
+// the blue-screen Model, with the plan made for its engine() part; engines run with that).
 // `cancel` may be set from any thread, the signal handler included.
 #pragma once
 

@@ -23,32 +23,62 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
+/// What a decision is about. Spelled in tune.json and reports as "model_precision",
+/// "native_attention", "native_attention.stage1" .. "native_attention.stage4",
+/// "onednn_linear", "winograd_conv", "tiled_refiner" (to_string).
+enum class TuneOption {
+  ModelPrecision,
+  NativeAttention,
+  NativeAttentionStage1,
+  NativeAttentionStage2,
+  NativeAttentionStage3,
+  NativeAttentionStage4,
+  OnednnLinear,
+  WinogradConv,
+  TiledRefiner,
+};
+/// What runs: "false", "true", "float32", "bfloat16", "float16".
+enum class TuneChoice { False, True, Float32, BFloat16, Float16 };
+/// Who decided: Plan (timed trials chose it), Flag (an explicit value; the plan did not
+/// decide), Rule (tune off: the flag-based rule), Only (one candidate applies here; `why`
+/// says why). Spelled "plan", "flag", "rule", "only".
+enum class DecisionSource { Plan, Flag, Rule, Only };
+/// Where a plan's decisions come from: Trials (timed now), Cache (read back), Off (the flag
+/// rules, tune off or no trials on this device), Memory (timed now, the cache not writable:
+/// kept for this process). Spelled "trials", "cache", "off", "memory".
+enum class PlanOrigin { Off, Trials, Cache, Memory };
+
+CORRIDORKEY_API const char* to_string(TuneOption o);
+CORRIDORKEY_API const char* to_string(TuneChoice c);
+CORRIDORKEY_API const char* to_string(DecisionSource s);
+CORRIDORKEY_API const char* to_string(PlanOrigin o);
+/// The stage decision native_attention.stage<1-based stage>.
+CORRIDORKEY_API TuneOption native_attention_stage(int stage);
+/// A switch as a choice: True or False.
+inline TuneChoice choice_of(bool on) { return on ? TuneChoice::True : TuneChoice::False; }
+
 /// One option the plan decided (or was told).
 struct TuneDecision {
-  /// "model_precision", "native_attention.stage3", "native_attention.stage4",
-  /// "tiled_refiner".
-  std::string option;
-  std::string value;  // what runs: "float32", "true", ...
-  /// "plan" (timed trials chose it), "flag" (an explicit value; the plan did not decide),
-  /// "rule" (tune off: the flag-based rule), "only" (one candidate applies here; `why`
-  /// says why).
-  std::string source;
+  TuneOption option = TuneOption::ModelPrecision;
+  TuneChoice value = TuneChoice::False;  // what runs
+  DecisionSource source = DecisionSource::Rule;
   std::string why;
-  /// Per candidate: the estimated milliseconds per frame it was chosen on.
+  /// Per candidate ("float32", "native", "sdpa", "whole", ...): the estimated milliseconds
+  /// per frame it was chosen on.
   std::vector<std::pair<std::string, double>> times_ms;
+
+  bool on() const { return value == TuneChoice::True; }
 };
 
 struct CORRIDORKEY_API TunePlan {
   TuneMode mode = TuneMode::Off;
   std::string key;         // the cache key: machine + configuration
-  std::string cache_path;  // where it is (or would be) cached
-  /// "trials" (timed now), "cache" (read back), "off", or "memory" (timed now, cache not
-  /// writable: kept for this process).
-  std::string origin = "off";
+  std::string cache_path;  // where it is (or would be) cached; empty: no cache folder
+  PlanOrigin origin = PlanOrigin::Off;
   double trial_ms = 0;  // what the trials cost (0 when read from the cache)
   std::vector<TuneDecision> decisions;
 
-  const TuneDecision* find(const std::string& option) const;
+  const TuneDecision* find(TuneOption option) const;
   /// One line per decision: "model_precision float32 (plan: float32 9400 ms, bfloat16 ...)".
   std::string summary() const;
 };
@@ -65,12 +95,14 @@ CORRIDORKEY_API std::string tune_cache_path();
 /// is an empty list; a corrupt one is one entry saying so.
 CORRIDORKEY_API std::vector<std::pair<std::string, std::string>> tune_cache_entries();
 
-/// The precision every chunk of a job should run, and how it was decided: the explicit
+/// The precision every chunk of a job should run (for a job's model options and its engine
+/// settings, which the plan is timed for), and how it was decided: the explicit
 /// model_precision; else, for a CPU job (device: cpu) with tune on, this machine's measured
 /// plan for the options' checkpoint and size (cached, or timed now: reads the checkpoint and
 /// times blocks, 9 s at 1024 on a 2-core Zen 3); else Precision::Auto with the reason it is
 /// not pinned (tune off, device auto / cuda, mixed precision). `job plan` prints it and
 /// `job export` pins a planned one in every chunk's command.
-CORRIDORKEY_API std::pair<Precision, std::string> planned_precision(const EngineOptions& options);
+CORRIDORKEY_API std::pair<Precision, std::string> planned_precision(const ModelOptions& model,
+                                                                   const EngineSettings& engine);
 
 CORRIDORKEY_NAMESPACE_END

@@ -27,7 +27,8 @@ Field<O> backbone_row() {
             "size the encoder and decoders run at (0 = img_size), in pixels or as a percentage "
             "of img_size (50%); the refiner and outputs stay at img_size. Unlike refiner_scale "
             "(how strongly the refiner corrects), this trades matte detail for speed",
-            "0, a size in pixels (32..16384) or a percentage 1%..100%", "", false, {}, {}, OptionKind::Size};
+            "0, a size in pixels (32..16384) or a percentage 1%..100%", "", false, {}, {}, OptionKind::Size,
+            OptionOwner::Engine};
   f.parse = [](O& o, const std::string& v) {
     long long x = 0;
     if (!v.empty() && v.back() == '%') {
@@ -51,7 +52,7 @@ Field<O> backbone_row() {
 std::vector<Field<O>> rows() {
   std::vector<Field<O>> r;
   r.push_back(choice_row<O, EngineKind>(
-      "engine", P, &O::engine,
+      "engine", P, &O::engine_kind,
       {{"original", EngineKind::Original}, {"optimized", EngineKind::Optimized}},
       "engine class: original (reference behaviour) or optimized (owns token routing)"));
   r.push_back(switch_row<O>("flash_attention", P, &O::flash_attention,
@@ -96,15 +97,15 @@ std::vector<Field<O>> rows() {
   r.push_back(int_row<O, int64_t>("tile_size", P, &O::tile_size, 64, 1 << 16,
                                   "refiner tile side in pixels", "a multiple of 8 >= 64, e.g. 512",
                                   [](long long x) { return x % 8 == 0; }));
-  r.push_back(with_shortcuts(
+  r.push_back(process_wide(with_shortcuts(
       switch_row<O>("disable_cudnn_benchmark", P, &O::disable_cudnn_benchmark,
                     "cudnn.benchmark off (process-global)"),
-      {{"--cudnn-benchmark", "false"}, {"--no-cudnn-benchmark", "true"}}));
+      {{"--cudnn-benchmark", "false"}, {"--no-cudnn-benchmark", "true"}})));
   r.push_back(switch_row<O>("cache_clearing", P, &O::cache_clearing,
                             "release cached allocator blocks between stages"));
-  r.push_back(switch_row<O>("host_block_cache", P, &O::host_block_cache,
-                            "CPU tensors >= 1 MiB from a reused, huge-page block cache "
-                            "(bit-identical; process-wide)"));
+  r.push_back(process_wide(switch_row<O>("host_block_cache", P, &O::host_block_cache,
+                                         "CPU tensors >= 1 MiB from a reused, huge-page block cache "
+                                         "(bit-identical; process-wide)")));
   r.push_back(choice_row<O, CompileMode>(
       "compile_mode", P, &O::compile_mode,
       {{"none", CompileMode::None}, {"default", CompileMode::Default},
@@ -124,8 +125,8 @@ std::vector<Field<O>> rows() {
       {"--precision"}));
   r.push_back(switch_row<O>("mixed_precision", P, &O::mixed_precision,
                             "autocast: fp32 weights, half-precision matmuls/convs"));
-  r.push_back(switch_row<O>("tf32", P, &O::tf32,
-                            "TF32 matmuls/convolutions on Ampere+ (process-global)"));
+  r.push_back(process_wide(switch_row<O>("tf32", P, &O::tf32,
+                                         "TF32 matmuls/convolutions on Ampere+ (process-global)")));
   r.push_back(int_row<O, int64_t>("dma_buffers", P, &O::dma_buffers, 2, 8,
                                   "pinned host buffers for device->host copies"));
   r.push_back(switch_row<O>("token_routing", P, &O::token_routing,
@@ -140,12 +141,12 @@ std::vector<Field<O>> rows() {
                                   "fewer edge tokens than this: route all tokens",
                                   "a non-negative integer, e.g. 64"));
 
-  r.push_back(choice_row<O, bool>(
+  r.push_back(outside_model_key(choice_row<O, bool>(
       "mmap", P, &O::mmap,
       {{"on", true}, {"off", false}, {"true", true}, {"false", false}, {"yes", true},
        {"no", false}},
       "safetensors weights: map the file (on; no copy) or read it into memory (off; for "
-      "processes that outlive one job: a file replaced under a mapping is SIGBUS)"));
+      "processes that outlive one job: a file replaced under a mapping is SIGBUS)")));
   r.push_back(choice_row<O, TuneMode>(
       "tune", P, &O::tune,
       {{"off", TuneMode::Off}, {"auto", TuneMode::Auto}, {"refresh", TuneMode::Refresh}},
@@ -156,19 +157,19 @@ std::vector<Field<O>> rows() {
                           ".safetensors, .pth or TorchScript file, or a folder holding one "
                           "(empty: the bundled model)",
                           "a file or folder path"));
-  r.push_back(text_row<O>("checkpoint_blue", R, &O::checkpoint_blue,
-                          "blue-screen model (file or folder): keys blue-backing clips "
-                          "without the green/blue swap (empty: swap around the main model)",
-                          "a file or folder path"));
+  r.push_back(outside_model_key(text_row<O>("checkpoint_blue", R, &O::checkpoint_blue,
+                                            "blue-screen model (file or folder): keys blue-backing clips "
+                                            "without the green/blue swap (empty: swap around the main model)",
+                                            "a file or folder path")));
   r.push_back(choice_row<O, Screen>(
       "model_screen", R, &O::model_screen, {{"green", Screen::Green}, {"blue", Screen::Blue}},
       "backing the checkpoint was trained on: green, or blue for a blue-screen model given "
       "as --checkpoint (checkpoint_blue's model is blue)"));
   r.push_back(text_row<O>("device", R, &O::device, "auto | cpu | cuda | cuda:N | mps",
                           "one of auto, cpu, cuda, cuda:N, mps", valid_device_request));
-  r.push_back(int_row<O, int>("threads", R, &O::threads, 0, 1024,
-                              "LibTorch intra-op threads (0 = one per core; process-global)",
-                              "0 (all cores) or a thread count"));
+  r.push_back(process_wide(int_row<O, int>("threads", R, &O::threads, 0, 1024,
+                                           "LibTorch intra-op threads (0 = one per core; process-global)",
+                                           "0 (all cores) or a thread count")));
   r.push_back(choice_row<O, OnOom>("on_oom", R, &O::on_oom,
                                    {{"degrade", OnOom::Degrade}, {"fail", OnOom::Fail}},
                                    "out of device memory on a frame: degrade (retry tiled + cache "

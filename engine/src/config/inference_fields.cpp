@@ -208,7 +208,11 @@ std::vector<Field<O>> rows() {
 }  // namespace
 
 const Table<InferenceOptions>& inference_table() {
-  static const Table<InferenceOptions> t(rows());
+  static const Table<InferenceOptions> t([] {
+    auto r = rows();
+    for (auto& f : r) f.info.owner = OptionOwner::Inference;  // the custom rows too
+    return r;
+  }());
   return t;
 }
 

@@ -13,6 +13,18 @@ CORRIDORKEY_NAMESPACE_BEGIN
 
 using config::engine_table;
 
+const char* to_string(OptionOwner o) {
+  switch (o) {
+    case OptionOwner::Model: return "model";
+    case OptionOwner::Engine: return "engine";
+    case OptionOwner::Inference: return "inference";
+  }
+  return "?";
+}
+
+ModelOptions default_model_options() { return ModelOptions{}; }
+EngineSettings default_engine_settings() { return EngineSettings{}; }
+
 std::vector<OptionInfo> engine_option_fields() { return engine_table().info(); }
 std::vector<OptionInfo> inference_option_fields() { return config::inference_table().info(); }
 

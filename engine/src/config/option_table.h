@@ -8,6 +8,7 @@
 #include <corridorkey/option_fields.h>
 
 #include <functional>
+#include <type_traits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,19 +85,52 @@ class Table {
 };
 
 // ---- row builders -----------------------------------------------------------------------
+// Each takes the member of the struct that declares it (B: ModelOptions or EngineSettings for
+// EngineOptions' rows, the struct itself otherwise), so a row knows its owner from the type.
 
+template <class B>
+constexpr OptionOwner owner_of() {
+  if constexpr (std::is_same_v<B, ModelOptions>) return OptionOwner::Model;
+  else if constexpr (std::is_same_v<B, EngineSettings>) return OptionOwner::Engine;
+  else return OptionOwner::Inference;
+}
+
+/// The owner fields of a row built for member class B.
+template <class B, class T>
+Field<T> owned(Field<T> f) {
+  f.info.owner = owner_of<B>();
+  f.info.in_model_key = f.info.owner == OptionOwner::Model;
+  return f;
+}
+
+/// A ModelOptions field that the first Model applies to the whole process.
 template <class T>
-Field<T> switch_row(const char* key, OptionScope scope, bool T::*m, const char* help) {
+Field<T> process_wide(Field<T> f) {
+  f.info.process_wide = true;
+  f.info.in_model_key = false;
+  return f;
+}
+
+/// A ModelOptions field that does not change the weights a Model holds (mmap) or names
+/// another Model (checkpoint_blue).
+template <class T>
+Field<T> outside_model_key(Field<T> f) {
+  f.info.in_model_key = false;
+  return f;
+}
+
+template <class T, class B = T>
+Field<T> switch_row(const char* key, OptionScope scope, bool B::*m, const char* help) {
   Field<T> f;
   f.info = {key, scope, help, "true or false", "", true, {}, {}, OptionKind::Switch};
   f.parse = [m](T& o, const std::string& v) { return parse_bool(v, o.*m); };
   f.format = [m](const T& o) { return std::string(o.*m ? "true" : "false"); };
-  return f;
+  return owned<B>(f);
 }
 
 /// Integer in [lo, hi] (and `ok` when given); `allowed` describes it in messages.
-template <class T, class I>
-Field<T> int_row(const char* key, OptionScope scope, I T::*m, long long lo, long long hi,
+template <class T, class I, class B = T>
+Field<T> int_row(const char* key, OptionScope scope, I B::*m, long long lo, long long hi,
                  const char* help, std::string allowed = "",
                  std::function<bool(long long)> ok = nullptr) {
   if (allowed.empty())
@@ -110,12 +144,12 @@ Field<T> int_row(const char* key, OptionScope scope, I T::*m, long long lo, long
     return true;
   };
   f.format = [m](const T& o) { return std::to_string(o.*m); };
-  return f;
+  return owned<B>(f);
 }
 
 /// Finite real accepted by `ok`; stored times `store_scale` (e.g. despill 0..10 -> 0..1).
-template <class T>
-Field<T> real_row(const char* key, OptionScope scope, double T::*m, std::function<bool(double)> ok,
+template <class T, class B = T>
+Field<T> real_row(const char* key, OptionScope scope, double B::*m, std::function<bool(double)> ok,
                   const char* help, const char* allowed, double store_scale = 1.0) {
   Field<T> f;
   f.info = {key, scope, help, allowed, "", false, {}, {}, OptionKind::Real};
@@ -126,13 +160,13 @@ Field<T> real_row(const char* key, OptionScope scope, double T::*m, std::functio
     return true;
   };
   f.format = [m, store_scale](const T& o) { return format_real(o.*m / store_scale); };
-  return f;
+  return owned<B>(f);
 }
 
 /// One of named values. The first name given for a value is the one printed; later names
 /// for the same value are accepted spellings (fp16 for float16).
-template <class T, class E>
-Field<T> choice_row(const char* key, OptionScope scope, E T::*m,
+template <class T, class E, class B = T>
+Field<T> choice_row(const char* key, OptionScope scope, E B::*m,
                     std::vector<std::pair<std::string, E>> names, const char* help) {
   std::string allowed, seen;
   std::vector<E> printed;
@@ -161,12 +195,12 @@ Field<T> choice_row(const char* key, OptionScope scope, E T::*m,
       if (o.*m == e) return n;
     return std::string("?");
   };
-  return f;
+  return owned<B>(f);
 }
 
 /// Free text accepted by `ok` (always, when null).
-template <class T>
-Field<T> text_row(const char* key, OptionScope scope, std::string T::*m, const char* help,
+template <class T, class B = T>
+Field<T> text_row(const char* key, OptionScope scope, std::string B::*m, const char* help,
                   const char* allowed, std::function<bool(const std::string&)> ok = nullptr) {
   Field<T> f;
   f.info = {key, scope, help, allowed, "", false, {}, {}};
@@ -176,7 +210,7 @@ Field<T> text_row(const char* key, OptionScope scope, std::string T::*m, const c
     return true;
   };
   f.format = [m](const T& o) { return o.*m; };
-  return f;
+  return owned<B>(f);
 }
 
 /// Adds value-taking flag spellings (e.g. --precision for model_precision).

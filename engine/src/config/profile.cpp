@@ -94,7 +94,7 @@ void validate_profile(const EngineOptions& o, const std::string& source) {
   CK_CHECK(o.edge_threshold_low < o.edge_threshold_high, ConfigError, source,
            ": key 'edge_threshold_low': value ", o.edge_threshold_low,
            " must be smaller than edge_threshold_high ", o.edge_threshold_high);
-  CK_CHECK(!(o.token_routing && o.engine == EngineKind::Original), ConfigError, source,
+  CK_CHECK(!(o.token_routing && o.engine_kind == EngineKind::Original), ConfigError, source,
            ": key 'token_routing': needs 'engine: optimized' (OptimizedEngine owns the routing "
            "modules)");
 }

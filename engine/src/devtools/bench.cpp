@@ -201,7 +201,8 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
       if (on_row) on_row(row);
       continue;
     }
-    auto engine = create_engine(bench_engine_options(b, p));
+    const auto bo = bench_engine_options(b, p);
+    auto engine = create_engine(bo.model(), bo.engine());
     BenchRow row;
     row.profile = p;
     row.info = engine->info();

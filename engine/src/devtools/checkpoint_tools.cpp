@@ -96,7 +96,7 @@ std::vector<LoadBenchRow> run_load_bench(const LoadBenchOptions& o) {
       uint64_t growth = 0;
       {
         detail::PeakMemoryScope mem(torch::kCPU);
-        auto engine = create_engine(opts);
+        auto engine = create_engine(opts.model(), opts.engine());
         growth = mem.finish().host_peak_rss_growth;
       }
       samples[i].engine.push_back(ms_since(t));

@@ -103,7 +103,7 @@ std::vector<Chunk> plan_clip_chunks(const JobFrames& jf, const std::string& name
 JobSummary run_chunk(const JobSpec& job, const Chunk& chunk,
                      const std::function<void(const PipelineEvent&)>& on_event) {
   // One engine for every part of the chunk: the checkpoint is read once per task.
-  auto engine = create_engine(job.engine);
+  auto engine = create_engine(job.engine.model(), job.engine.engine());
   return run_chunk(*engine, job, chunk, on_event);
 }
 

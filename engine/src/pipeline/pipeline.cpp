@@ -478,7 +478,7 @@ JobSummary run_inference(const EngineOptions& engine_options, const InferenceOpt
   std::vector<std::string> skipped;  // a clips root's unreadable clip is skipped, as in the run
   io::discover_clips(job.paths, &skipped);
   (void)pipeline::resolve_job_colour(job);  // an unknown colour space name, likewise
-  auto engine = create_engine(engine_options);
+  auto engine = create_engine(engine_options.model(), engine_options.engine());
   return run_inference(*engine, job, on_event);
 }
 
@@ -511,7 +511,7 @@ BlueEngineSource lazy_blue_engine(const EngineOptions& main, std::unique_ptr<Bas
         return E(std::string("checkpoint_blue: ") + e.what());
       };
       try {
-        holder = create_engine(opts);
+        holder = create_engine(opts.model(), opts.engine());
       } catch (const ModelError& e) {
         throw prefixed(e);
       } catch (const IoError& e) {

@@ -6,6 +6,7 @@
 
 #include "config/log.h"
 #include "runtime/engine_impl.h"
+#include "runtime/model_factory.h"
 #include "runtime/model_impl.h"
 #include "runtime/frame_tensors.h"
 #include "runtime/global_switches.h"
@@ -23,44 +24,35 @@ CORRIDORKEY_NAMESPACE_BEGIN
 using timing::Clock;
 using timing::ms_since;
 
-BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineOptions& asked) : model(std::move(m)) {
+BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineSettings& settings, const ModelOptions* asked)
+    : model(std::move(m)) {
   CK_CHECK(model, ConfigError, "an engine needs a Model (Model::load)");
-  validate_profile(asked, "options");
   // options() is what was asked (the checkpoint named); the runner gets the options with
-  // what the Model's measured plan resolved (precision, kernels, tiling).
-  EngineOptions run_opt = detail::engine_options_on(*model, asked);
-  opt = asked;
-  if (opt.checkpoint.empty() && opt.random_weights_arch.empty()) opt.checkpoint = default_checkpoint();
+  // what the plan resolved (precision, kernels, tiling).
+  opt = EngineOptions::of(model->options(), settings);
+  validate_profile(opt, "options");
+  opt.checkpoint = detail::checkpoint_to_read(opt);
   const auto& M = model->impl();
   info.device = M.device;
   device = torch::Device(info.device);
   info.notes = M.notes;  // what loading the Model said, then what this engine adds
-  if (opt.track_host_memory) detail::install_cpu_memory_tracker();
-  detail::set_host_block_cache(opt.host_block_cache);
-  // Model::load applied the process-global switches of its options; an engine asking for
-  // other ones applies (or notes) them as a later engine always has.
-  const auto& L = M.requested;
-  if (opt.threads != L.threads || opt.tf32 != L.tf32 ||
-      opt.disable_cudnn_benchmark != L.disable_cudnn_benchmark)
-    detail::apply_global_switches(opt, device.is_cuda(), info.notes);
-  // The size is the engine's: at another one than the Model's it holds its own pos_embed.
-  TunePlan plan;
-  auto size = detail::engine_size_on(*model, run_opt, asked, plan, info.notes);
-  // onednn_linear and winograd_conv are an engine's own: `auto` takes the plan's choice
-  // (timed at this size, or the Model's), an explicit value wins and the report says so.
-  for (auto [name, field] : {std::pair{"onednn_linear", &EngineOptions::onednn_linear},
-                             std::pair{"winograd_conv", &EngineOptions::winograd_conv}}) {
-    const auto* d = plan.find(name);
-    AutoSwitch& v = run_opt.*field;
-    if (v == AutoSwitch::Auto) {
-      v = d && d->value == "true" ? AutoSwitch::On : AutoSwitch::Off;
-    } else if (d && d->value != to_string(v) && d->source != "only") {  // "only": it cannot run here
-      for (auto& x : plan.decisions)
-        if (x.option == name) x = {name, to_string(v), "flag", "", {}};
-    }
+  if (asked) {
+    // The combined-struct path: Model::load applied the process-global switches of its
+    // options; an engine asking for other ones applies (or notes) them as engines always did.
+    if (asked->track_host_memory) detail::install_cpu_memory_tracker();
+    detail::set_host_block_cache(asked->host_block_cache);
+    const auto& L = M.requested;
+    if (asked->threads != L.threads || asked->tf32 != L.tf32 ||
+        asked->disable_cudnn_benchmark != L.disable_cudnn_benchmark)
+      detail::apply_global_switches(*asked, device.is_cuda(), info.notes);
+    static_cast<ModelOptions&>(opt) = *asked;
+    opt.checkpoint = detail::checkpoint_to_read(opt);
   }
+  // The size is the engine's: at another one than the Model's it holds its own pos_embed
+  // and its own plan.
+  auto on = detail::engine_on(*model, settings, info.notes);
   detail::rethrow_torch("preparing the engine", [&] {
-    runner = std::make_unique<detail::ModelRunner>(M.net, run_opt, info.notes, std::move(size));
+    runner = std::make_unique<detail::ModelRunner>(M.net, on.options, info.notes, std::move(on.size));
   });
   S = runner->img_size();
   info.checkpoint = M.description;
@@ -72,14 +64,27 @@ BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineOptions& aske
   info.precision = runner->precision();
   info.attention = runner->attention_kind();
   info.refiner = runner->refiner_kind();
-  info.tune = plan;
+  info.tune = std::move(on.plan);
   info.profile = opt.profile;
 }
 
+namespace {
+/// The combined struct's Model half must be the Model's (one copy of the weights per key).
+const std::shared_ptr<const Model>& same_key(const std::shared_ptr<const Model>& model, const EngineOptions& asked) {
+  CK_CHECK(model, ConfigError, "an engine needs a Model (Model::load)");
+  const std::string key = model_key(asked);
+  CK_CHECK(key == model->key(), ConfigError, "this Model holds weights for {", model->key(),
+           "}; the engine's options ask for {", key, "}: Model::load() those options (a second copy of the weights)");
+  return model;
+}
+}  // namespace
+
 BaseEngine::BaseEngine(const EngineOptions& options)
-    : BaseEngine(Model::load(options), options) {}
+    : BaseEngine(Model::load(options.model(), options.engine()), options.engine()) {}
+BaseEngine::BaseEngine(std::shared_ptr<const Model> model, const EngineSettings& settings)
+    : impl_(std::make_unique<Impl>(std::move(model), settings)) {}
 BaseEngine::BaseEngine(std::shared_ptr<const Model> model, const EngineOptions& options)
-    : impl_(std::make_unique<Impl>(std::move(model), options)) {}
+    : impl_(std::make_unique<Impl>(same_key(model, options), options.engine(), &options.model())) {}
 BaseEngine::~BaseEngine() = default;
 const EngineOptions& BaseEngine::options() const { return impl_->opt; }
 const EngineInfo& BaseEngine::info() const { return impl_->info; }
@@ -221,31 +226,49 @@ const EngineOptions& without_routing(const EngineOptions& o) {
            "routing modules): use create_engine() or a profile other than original");
   return o;
 }
+
+std::shared_ptr<const Model> without_routing(std::shared_ptr<const Model> m) {
+  CK_CHECK(!m || !m->options().token_routing, ConfigError, "token_routing needs OptimizedEngine (it owns the "
+           "routing modules): use create_engine() or a profile other than original");
+  return m;
+}
 }  // namespace
 
 OriginalEngine::OriginalEngine(const EngineOptions& o) : BaseEngine(without_routing(o)) {}
 OriginalEngine::OriginalEngine() : BaseEngine(load_profile("original")) {}
+OriginalEngine::OriginalEngine(std::shared_ptr<const Model> m, const EngineSettings& s)
+    : BaseEngine(without_routing(std::move(m)), s) {}
 OriginalEngine::OriginalEngine(std::shared_ptr<const Model> m, const EngineOptions& o)
     : BaseEngine(std::move(m), without_routing(o)) {}
 OptimizedEngine::OptimizedEngine(const EngineOptions& o) : BaseEngine(o) {}
 OptimizedEngine::OptimizedEngine() : BaseEngine(load_profile("optimized")) {}
+OptimizedEngine::OptimizedEngine(std::shared_ptr<const Model> m, const EngineSettings& s)
+    : BaseEngine(std::move(m), s) {}
 OptimizedEngine::OptimizedEngine(std::shared_ptr<const Model> m, const EngineOptions& o)
     : BaseEngine(std::move(m), o) {}
 
-std::unique_ptr<BaseEngine> create_engine(const EngineOptions& o) {
-  if (o.engine == EngineKind::Original) return std::make_unique<OriginalEngine>(o);
-  return std::make_unique<OptimizedEngine>(o);
+std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model, const EngineSettings& s) {
+  if (s.engine_kind == EngineKind::Original) return std::make_unique<OriginalEngine>(std::move(model), s);
+  return std::make_unique<OptimizedEngine>(std::move(model), s);
 }
 
-std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model, const EngineOptions& o) {
-  if (o.engine == EngineKind::Original) return std::make_unique<OriginalEngine>(std::move(model), o);
-  return std::make_unique<OptimizedEngine>(std::move(model), o);
+std::unique_ptr<BaseEngine> create_engine(const ModelOptions& m, const EngineSettings& s) {
+  return create_engine(Model::load(m, s), s);
 }
 
 std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model) {
   CK_CHECK(model, ConfigError, "create_engine: no Model");
-  const EngineOptions o = model->options();
-  return create_engine(std::move(model), o);
+  const EngineSettings s = model->planned_for();
+  return create_engine(std::move(model), s);
+}
+
+std::unique_ptr<BaseEngine> create_engine(const EngineOptions& o) {
+  return create_engine(o.model(), o.engine());
+}
+
+std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model, const EngineOptions& o) {
+  if (o.engine_kind == EngineKind::Original) return std::make_unique<OriginalEngine>(std::move(model), o);
+  return std::make_unique<OptimizedEngine>(std::move(model), o);
 }
 
 CORRIDORKEY_NAMESPACE_END

@@ -20,9 +20,10 @@ struct BaseEngine::Impl {
   std::unique_ptr<detail::ModelRunner> runner;
   int64_t S = 0;
 
-  /// This engine's runner on `model`'s prepared network (engine.cpp); `asked` must have the
-  /// Model's key.
-  Impl(std::shared_ptr<const Model> model, const EngineOptions& asked);
+  /// This engine's runner on `model`'s prepared network (engine.cpp) with `settings`.
+  /// `asked`: the combined struct's Model half (it has the Model's key), whose process-wide
+  /// fields are applied where they differ from the Model's.
+  Impl(std::shared_ptr<const Model> model, const EngineSettings& settings, const ModelOptions* asked = nullptr);
 
   detail::ModelRun infer(const torch::Tensor& x) {
     auto run = detail::rethrow_torch("inference on " + info.device, [&] { return runner->run(x); });

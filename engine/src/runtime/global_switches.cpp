@@ -9,7 +9,7 @@
 #include <mutex>
 
 namespace corridorkey::detail {
-void apply_global_switches(const EngineOptions& o, bool uses_cuda, std::string& notes) {
+void apply_global_switches(const ModelOptions& o, bool uses_cuda, std::string& notes) {
   static std::mutex m;
   static bool applied = false;
   static bool bench = false, tf32 = false;

@@ -11,7 +11,7 @@ namespace corridorkey::detail {
 /// Applies cudnn.benchmark and TF32 once per process (they are process-global in
 /// LibTorch); a later CUDA engine asking for different values gets a note instead (they
 /// do nothing on CPU / MPS).
-void apply_global_switches(const EngineOptions& options, bool uses_cuda, std::string& notes);
+void apply_global_switches(const ModelOptions& options, bool uses_cuda, std::string& notes);
 
 /// Saves the switches on construction and restores them on destruction.
 class GlobalSwitchGuard {

@@ -18,30 +18,20 @@
 #include <set>
 
 namespace corridorkey::detail {
-namespace {
-/// The option-table fields a prepared network bakes in (model_runner.h PreparedNet,
-/// model_factory.cpp load_net): everything else in EngineOptions is an engine's own. The
-/// size is an engine's (img_size, backbone_size): only pos_embed depends on it, and an
-/// engine at another size than the Model's holds its own (engine_size_on).
-const std::vector<std::string>& model_fields() {
-  static const std::vector<std::string> f = {
-      "checkpoint",      "device",
-      "model_precision", "mixed_precision",  "channels_last",   "fused_decoder",
-      "flash_attention", "native_attention", "token_chunk",     "tune",
-      "token_routing",   "edge_threshold_low", "edge_threshold_high", "min_edge_tokens"};
-  return f;
+std::string checkpoint_to_read(const ModelOptions& o) {
+  if (!o.checkpoint.empty()) return o.checkpoint;
+  return o.random_weights_arch.empty() ? default_checkpoint() : std::string();
 }
-}  // namespace
 }  // namespace corridorkey::detail
 
 CORRIDORKEY_NAMESPACE_BEGIN
 namespace {
 
 /// Options with the device and the checkpoint resolved as loading resolves them.
-EngineOptions resolved_request(const EngineOptions& o) {
-  EngineOptions r = o;
+ModelOptions resolved_request(const ModelOptions& o) {
+  ModelOptions r = o;
   r.device = choose_device(o.device, probe_devices());
-  if (r.checkpoint.empty() && r.random_weights_arch.empty()) r.checkpoint = default_checkpoint();
+  r.checkpoint = detail::checkpoint_to_read(o);
   if (!r.checkpoint.empty()) {
     std::error_code ec;
     const auto abs = std::filesystem::weakly_canonical(r.checkpoint, ec);
@@ -50,23 +40,27 @@ EngineOptions resolved_request(const EngineOptions& o) {
   return r;
 }
 
-std::string key_of(const EngineOptions& r) {
+/// The fields of the option table that shape the weights (OptionInfo::in_model_key), in
+/// table order, then the random weights' architecture and seed.
+std::string key_of(const ModelOptions& r) {
+  const EngineOptions o = EngineOptions::of(r, default_engine_settings());
   std::string k;
-  for (const auto& f : detail::model_fields())
-    k += (k.empty() ? "" : ";") + f + "=" + engine_option_value(r, f);
-  if (!r.random_weights_arch.empty())
+  for (const auto& f : engine_option_fields())
+    if (f.in_model_key) k += (k.empty() ? "" : ";") + f.key + "=" + engine_option_value(o, f.key);
+  if (r.checkpoint.empty() && !r.random_weights_arch.empty())
     k += ";random_weights=" + r.random_weights_arch + "/" + std::to_string(r.random_weights_seed);
   return k;
 }
 
 }  // namespace
 
-std::string model_key(const EngineOptions& options) { return key_of(resolved_request(options)); }
+std::string model_key(const ModelOptions& options) { return key_of(resolved_request(options)); }
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
 const std::string& Model::key() const { return impl_->key; }
-const EngineOptions& Model::options() const { return impl_->requested; }
+const ModelOptions& Model::options() const { return impl_->requested; }
+const EngineSettings& Model::planned_for() const { return impl_->planned_for; }
 const std::string& Model::device() const { return impl_->device; }
 const std::string& Model::checkpoint() const { return impl_->description; }
 const std::string& Model::arch() const { return impl_->arch; }
@@ -78,10 +72,15 @@ const TunePlan& Model::tune() const { return impl_->plan; }
 bool Model::checkpoint_changed() const { return detail::checkpoint_changed(*impl_); }
 
 std::shared_ptr<const Model> Model::load(const EngineOptions& options) {
-  validate_profile(options, "options");
+  return load(options.model(), options.engine());
+}
+
+std::shared_ptr<const Model> Model::load(const ModelOptions& options, const EngineSettings& plan_for) {
+  validate_profile(EngineOptions::of(options, plan_for), "options");
   auto I = std::make_unique<Impl>();
   I->requested = options;
-  const EngineOptions r = resolved_request(options);
+  I->planned_for = plan_for;
+  const ModelOptions r = resolved_request(options);
   I->key = key_of(r);
   I->device = r.device;
   const torch::Device device(I->device);
@@ -91,9 +90,9 @@ std::shared_ptr<const Model> Model::load(const EngineOptions& options) {
   detail::set_host_block_cache(options.host_block_cache);
   detail::apply_global_switches(options, device.is_cuda(), I->notes);
   detail::rethrow_torch("loading the model", [&] {
-    EngineOptions o = options;
-    if (o.checkpoint.empty() && o.random_weights_arch.empty()) o.checkpoint = default_checkpoint();
-    auto l = detail::load_net(o, device, I->notes);
+    ModelOptions read = options;
+    read.checkpoint = detail::checkpoint_to_read(options);
+    auto l = detail::load_net(read, plan_for, device, I->notes);
     I->net = std::move(l.net);
     I->description = std::move(l.description);
     I->arch = std::move(l.arch);
@@ -103,8 +102,9 @@ std::shared_ptr<const Model> Model::load(const EngineOptions& options) {
     I->file = l.file.empty() ? l.file : std::filesystem::weakly_canonical(l.file).string();
     I->parameters = l.parameters;
     I->plan = std::move(l.plan);
+    I->resolved = l.resolved;
+    I->resolved_engine = l.resolved_engine;
   });
-  I->mmap = options.mmap;
   if (!I->file.empty()) {
     std::error_code ec;
     I->file_bytes = std::filesystem::file_size(I->file, ec);
@@ -116,26 +116,6 @@ std::shared_ptr<const Model> Model::load(const EngineOptions& options) {
 CORRIDORKEY_NAMESPACE_END
 
 namespace corridorkey::detail {
-EngineOptions engine_options_on(const Model& model, const EngineOptions& asked) {
-  const auto& M = model.impl();
-  const std::string key = model_key(asked);
-  CK_CHECK(key == M.key, ConfigError,
-           "this Model holds weights for {", M.key, "}; the engine's options ask for {", key,
-           "}: Model::load() those options (a second copy of the weights)");
-  EngineOptions out = M.net->options;  // resolved by the plan
-  const EngineOptions& loaded = M.requested;
-  const std::set<std::string> baked(model_fields().begin(), model_fields().end());
-  for (const auto& f : engine_option_fields()) {
-    if (baked.count(f.key)) continue;
-    const auto v = engine_option_value(asked, f.key);
-    if (v != engine_option_value(loaded, f.key)) set_engine_option(out, f.key, v, "engine options");
-  }
-  // Not in the option table: per engine.
-  out.profile = asked.profile;
-  out.input_is_linear = asked.input_is_linear;
-  out.track_host_memory = asked.track_host_memory;
-  return out;
-}
 
 namespace {
 /// The checkpoint's own pos_embed, float32 on the CPU, read again from the file (a Model
@@ -148,7 +128,7 @@ torch::Tensor source_pos_embed(const Model::Impl& M) {
   const auto& own = M.net->net->encoder->model->pos_embed;
   if (M.file.empty()) return own.to(torch::kCPU, torch::kFloat);
   model::ReadOptions ro;
-  ro.mmap = M.mmap;
+  ro.mmap = M.requested.mmap;
   torch::Tensor out;
   {
     const auto ck = model::read_checkpoint(M.file, ro);
@@ -175,26 +155,50 @@ bool checkpoint_changed(const Model::Impl& M) {
   return e1 || e2 || bytes != M.file_bytes || time != M.file_time;
 }
 
-EngineSize engine_size_on(const Model& model, EngineOptions& o, const EngineOptions& asked,
-                          TunePlan& plan, std::string& notes) {
+EngineOnModel engine_on(const Model& model, const EngineSettings& settings, std::string& notes) {
   const auto& M = model.impl();
-  plan = M.plan;
+  EngineOnModel out;
+  out.plan = M.plan;
+  EngineSettings run = settings;
+  // The size is the engine's, resolved against the checkpoint's own as Model::load does.
   auto cfg = M.net->net->config();
-  cfg.img_size = o.img_size > 0 ? o.img_size : M.native_size;
+  cfg.img_size = settings.img_size > 0 ? settings.img_size : M.native_size;
   cfg.backbone_size = 0;
   std::string rounded;
   try {
     cfg.validate();
-    cfg.resolve_backbone(o.backbone_size, o.backbone_percent, &rounded);
+    cfg.resolve_backbone(settings.backbone_size, settings.backbone_percent, &rounded);
     cfg.validate();
   } catch (const ConfigError& e) {
     throw ConfigError(M.description + ": " + e.what());
   }
-  if (cfg.img_size == M.img_size && cfg.encoder_size() == M.backbone_size) return {};
+  if (cfg.img_size == M.img_size && cfg.encoder_size() == M.backbone_size) {
+    // The Model's size: its plan and its attention kernels. The engine's Linear, convolution
+    // and tiling choices are the plan's where it asks what the Model was planned for; an
+    // explicit other value is its own (and the report says so); auto, where the plan did
+    // not decide it, is the flag rule (oneDNN and Winograd off, tiling by memory).
+    const EngineSettings& asked = M.planned_for;
+    const EngineSettings& decided = M.resolved_engine;
+    if (run.tiled_refiner == asked.tiled_refiner) run.tiled_refiner = decided.tiled_refiner;
+    for (auto [option, field] : {std::pair{TuneOption::OnednnLinear, &EngineSettings::onednn_linear},
+                                 std::pair{TuneOption::WinogradConv, &EngineSettings::winograd_conv}}) {
+      AutoSwitch& v = run.*field;
+      if (v == asked.*field) v = decided.*field;
+      const auto* d = out.plan.find(option);
+      if (v == AutoSwitch::Auto) {
+        v = d && d->on() ? AutoSwitch::On : AutoSwitch::Off;
+      } else if (d && d->value != choice_of(v == AutoSwitch::On) && d->source != DecisionSource::Only) {
+        for (auto& x : out.plan.decisions)  // "only": it cannot run here, whatever was asked
+          if (x.option == option) x = {option, choice_of(v == AutoSwitch::On), DecisionSource::Flag, "", {}};
+      }
+    }
+    out.options = EngineOptions::of(M.resolved, run);
+    return out;
+  }
   if (!rounded.empty()) note(notes, rounded);
   const auto& own = M.net->net->encoder->model->pos_embed;
   const int64_t grid = cfg.encoder_size() / cfg.encoder.patch_stride[0];
-  EngineSize s;
+  EngineSize& s = out.size;
   s.img_size = cfg.img_size;
   s.encoder_size = cfg.encoder_size();
   std::string held = "the Model's pos_embed (the same encoder grid)";
@@ -211,32 +215,30 @@ EngineSize engine_size_on(const Model& model, EngineOptions& o, const EngineOpti
     held = "its own pos_embed (" +
            std::to_string((s.pos_embed.numel() * s.pos_embed.element_size()) >> 10) + " KiB)";
   }
-  // The plan at this size: the weights' type is the Model's (one precision per job, and
-  // the weights are cast already); the kernels per stage and the refiner's tiling are timed
-  // here (cached per size, as every plan).
-  EngineOptions po = o;
-  po.img_size = cfg.img_size;
-  po.model_precision = M.net->options.model_precision;
-  po.native_attention = M.requested.native_attention;
-  po.tiled_refiner = asked.tiled_refiner;
-  po.onednn_linear = asked.onednn_linear;
-  po.winograd_conv = asked.winograd_conv;
-  po.tune = M.requested.tune;
-  const torch::Device device(M.device);
-  s.native = M.net->native;  // the flag rules, where the Model's plan timed nothing
-  if (M.plan.origin != "off") {
-    rethrow_torch("timing the plan at img_size " + std::to_string(cfg.img_size),
-                  [&] { plan = resolve_plan(po, cfg, device, notes); });
-    s.native = planned_native(po, &plan);
-    o.onednn_linear = po.onednn_linear;
-    o.winograd_conv = po.winograd_conv;
+  // The plan at this size, for this engine: the weights' type is the Model's (one precision
+  // per job, and the weights are cast already); the kernels per stage and the refiner's
+  // choices are timed here (cached per size, as every plan). A Model on the flag rules
+  // (tune off, no trials here) keeps them for its engines.
+  s.native = M.net->native;
+  if (M.plan.origin == PlanOrigin::Off) {
+    if (run.onednn_linear == AutoSwitch::Auto) run.onednn_linear = AutoSwitch::Off;
+    if (run.winograd_conv == AutoSwitch::Auto) run.winograd_conv = AutoSwitch::Off;
+  } else {
+    ModelOptions weights = M.requested;
+    weights.model_precision = M.resolved.model_precision;
+    rethrow_torch("timing the plan at img_size " + std::to_string(cfg.img_size), [&] {
+      auto planned = make_plan(weights, settings, cfg, torch::Device(M.device), notes);
+      out.plan = std::move(planned.plan);
+      run = planned.engine;
+      s.native = planned_native(EngineOptions::of(planned.model, run), &out.plan);
+    });
   }
-  o.tiled_refiner = po.tiled_refiner;
   note(notes, "img_size " + std::to_string(s.img_size) +
                   (s.encoder_size != s.img_size ? " (backbone " + std::to_string(s.encoder_size) + ")" : "") +
                   " on a Model loaded at " + std::to_string(M.img_size) + ": this engine uses " + held +
-                  "; every other weight, and the precision (" + to_string(po.model_precision) +
+                  "; every other weight, and the precision (" + to_string(M.resolved.model_precision) +
                   "), are the Model's");
-  return s;
+  out.options = EngineOptions::of(M.resolved, run);
+  return out;
 }
 }  // namespace corridorkey::detail

@@ -10,7 +10,6 @@
 #include <corridorkey/tune.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,29 +24,45 @@ struct ModelSource {
   /// in, so a bf16 engine never holds a float32 copy of the model beside the file's tensors
   /// (peak memory at load: file + bf16 model, not file + fp32 model + bf16 model).
   torch::ScalarType dtype = torch::kFloat;
-  /// safetensors: map the file (EngineOptions::mmap) or read it.
+  /// safetensors: map the file (ModelOptions::mmap) or read it.
   bool mmap = true;
-  /// When set: called once the architecture is known (before any weight is built) and
-  /// returns the dtype instead of `dtype` (the measured plan times that architecture first).
-  std::function<torch::ScalarType(const model::GreenFormerConfig&)> dtype_for;
-  /// EngineOptions::backbone_size / backbone_percent, resolved against the model's img_size.
+  /// EngineSettings::backbone_size / backbone_percent, resolved against the model's img_size.
   int64_t backbone_size = 0;
   int backbone_percent = 0;
 };
 
+/// What is read before anything is built: the checkpoint's tensors (none for random
+/// weights) and the architecture at the model size, so that the plan is decided on the
+/// architecture before the weights are built in the type it chooses.
+struct ReadSource {
+  model::Checkpoint checkpoint;     // what was read (empty for random weights)
+  model::GreenFormerConfig config;  // at img_size, backbone resolved
+  std::string description;          // the file, or "random:<arch>"
+  std::string backbone_note;        // set when backbone_size was rounded down to the grid
+  std::string random_arch;
+  uint64_t seed = 0;
+};
+/// Throws IoError / ModelError naming the file, ConfigError for a bad size.
+ReadSource read_source(const ModelSource& source);
+
 struct LoadedModel {
-  model::GreenFormer net{nullptr};  // eval mode, float32, on the CPU
+  model::GreenFormer net{nullptr};  // eval mode, on the CPU, in the source's dtype
   model::Checkpoint checkpoint;     // what was read (empty for random weights)
   std::string description;          // the file, or "random:<arch>"
   std::string backbone_note;        // set when backbone_size was rounded down to the grid
 };
 
-/// Throws IoError / ModelError naming the file, ConfigError for a bad size.
+/// The network of a read source, its weights in `dtype` (random ones drawn in float32: the
+/// same values for every dtype). The source's tensors move into the result.
+LoadedModel build_model(ReadSource source, torch::ScalarType dtype);
+
+/// read_source then build_model in source.dtype: one call for the tools that need no plan.
 LoadedModel make_model(const ModelSource& source);
 
-/// A prepared network from engine options: the checkpoint (or random weights) loaded in the
-/// runner's dtype, token routing modules when asked, then the checkpoint freed and the C heap
-/// trimmed. What a corridorkey::Model holds.
+/// A prepared network: the checkpoint (or random weights) read, the plan made for `engine`
+/// on its architecture (tune_plan.h), the weights built in the type the plan chose, token
+/// routing modules when asked, then the checkpoint freed and the C heap trimmed. What a
+/// corridorkey::Model holds.
 struct LoadedNet {
   std::shared_ptr<const PreparedNet> net;
   std::string description, arch;  // the file or "random:<arch>"; the architecture
@@ -55,8 +70,12 @@ struct LoadedNet {
   int64_t native_size = 0;  // the checkpoint's own size (its pos_embed grid); random weights: 512
   std::string file;         // the checkpoint file read (a folder's chosen file); "" for random
   TunePlan plan;  // what the measured plan decided (or the flag rules, tune off)
+  ModelOptions resolved;  // the options with the plan applied (model_precision concrete ...)
+  EngineSettings resolved_engine;
 };
-LoadedNet load_net(const EngineOptions& options, const torch::Device& device, std::string& notes);
+/// `model.checkpoint` is the file to read (empty: random weights), already resolved.
+LoadedNet load_net(const ModelOptions& model, const EngineSettings& engine, const torch::Device& device,
+                   std::string& notes);
 
 /// A model runner on a network of its own (load_net + ModelRunner). Shared by
 /// corridorkey-model-check and the tests.

@@ -13,7 +13,10 @@
 CORRIDORKEY_NAMESPACE_BEGIN
 
 struct Model::Impl {
-  EngineOptions requested;  // as asked (Model::options())
+  ModelOptions requested;        // as asked (Model::options())
+  EngineSettings planned_for;    // the engine settings its plan was made for
+  ModelOptions resolved;         // with the plan applied (the precision the weights have ...)
+  EngineSettings resolved_engine;  // planned_for with the plan applied
   std::string key;
   std::string device;
   std::shared_ptr<const detail::PreparedNet> net;  // read-only from here on
@@ -21,9 +24,8 @@ struct Model::Impl {
   int64_t img_size = 0, backbone_size = 0, parameters = 0;
   int64_t native_size = 0;  // the checkpoint's own size: what img_size 0 asks for
   // The checkpoint file as it was when loaded: an engine at another size reads its pos_embed
-  // again from it (model.cpp engine_size_on), and refuses a file that changed since.
+  // again from it (model.cpp engine_on), and refuses a file that changed since.
   std::string file;
-  bool mmap = true;
   std::uintmax_t file_bytes = 0;
   std::filesystem::file_time_type file_time{};
   TunePlan plan;
@@ -32,22 +34,28 @@ struct Model::Impl {
 CORRIDORKEY_NAMESPACE_END
 
 namespace corridorkey::detail {
-/// The options an engine on `model` runs with: the Model's fields as the Model resolved them
-/// (the measured plan's precision and kernels); the engine's own fields from `asked`, except
-/// where `asked` holds what the Model was loaded with, which the plan may have resolved
-/// (tiled_refiner auto). ConfigError when `asked` has another model_key.
-EngineOptions engine_options_on(const Model& model, const EngineOptions& asked);
+/// The checkpoint a Model with these options reads: the one named, else the bundled model;
+/// empty for random weights. The one place the default is filled in.
+std::string checkpoint_to_read(const ModelOptions& options);
 
-/// An engine's size on `model` (run_opt.img_size, 0 = the checkpoint's own; backbone_size or
-/// backbone_percent): nothing when it is the Model's. Else the size, the engine's own
-/// pos_embed where its encoder grid differs (resized bicubically from the checkpoint's,
-/// read again from the file, as Model::load at that size resizes it: the same values), and
-/// the attention kernels per stage from the plan at this size (`plan`; the precision stays
-/// the Model's). run_opt.tiled_refiner gets the plan's choice at this size. ConfigError for
-/// a size the checkpoint cannot run at (naming it); ModelError when the file's pos_embed is
-/// no longer the one the Model read. One line in `notes` says what the engine holds.
-EngineSize engine_size_on(const Model& model, EngineOptions& run_opt, const EngineOptions& asked,
-                          TunePlan& plan, std::string& notes);
+/// What an engine with `settings` runs on `model`.
+struct EngineOnModel {
+  /// The Model's options as its plan resolved them, and the engine's settings with its plan
+  /// applied: what the runner reads.
+  EngineOptions options;
+  TunePlan plan;    // the Model's, or this engine's own at another size
+  EngineSize size;  // empty at the Model's size
+};
+
+/// An engine's way of running on `model`: at the Model's size, the Model's plan (the
+/// engine's own explicit Linear / convolution / tiling values win, and the report says so);
+/// at another size (settings.img_size, 0 = the checkpoint's own; backbone_size or
+/// backbone_percent), its own pos_embed where its encoder grid differs (resized bicubically
+/// from the checkpoint's, read again from the file: the values Model::load at that size
+/// gives) and its own plan at that size (the precision stays the Model's). ConfigError for a
+/// size the checkpoint cannot run at (naming it); ModelError when the file's pos_embed is no
+/// longer the one the Model read. One line in `notes` says what the engine holds.
+EngineOnModel engine_on(const Model& model, const EngineSettings& settings, std::string& notes);
 
 /// Whether the Model's checkpoint file has another size or modification time than when it
 /// was read, or is gone (random weights: never). A host caching Models by key reloads one.

@@ -51,7 +51,7 @@ void check_finite_outputs(const ModelRun& run, const std::string& what);
 
 /// The weights' storage type an engine with these options uses on `device` (float32 under
 /// autocast, else the resolved model_precision).
-torch::ScalarType weight_dtype_for(const EngineOptions& options, const torch::Device& device);
+torch::ScalarType weight_dtype_for(const ModelOptions& options, const torch::Device& device);
 
 /// Bytes the whole-image refiner holds at img_size S with C channels: the 7-channel input
 /// plus the C-channel maps alive at once (3 with the fused GroupNorms: block input, its two

@@ -6,12 +6,14 @@
 
 #include "runtime/global_switches.h"
 #include "model/checkpoint.h"
+#include "runtime/model_factory.h"
+#include "runtime/model_impl.h"
 #include "runtime/torch_boundary.h"
 #include "runtime/tune_plan.h"
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-std::pair<Precision, std::string> planned_precision(const EngineOptions& options) {
+std::pair<Precision, std::string> planned_precision(const ModelOptions& options, const EngineSettings& engine) {
   // Every chunk reads the same job file: an explicit precision is already one precision.
   if (options.model_precision != Precision::Auto)
     return {options.model_precision, "set in the job or its profile"};
@@ -25,21 +27,20 @@ std::pair<Precision, std::string> planned_precision(const EngineOptions& options
     return {Precision::Auto, "mixed_precision autocasts"};
   return detail::rethrow_torch("planning the precision", [&]() -> std::pair<Precision, std::string> {
     const torch::Device device("cpu");
-    EngineOptions o = options;
     std::string notes;
-    detail::apply_global_switches(o, false, notes);  // the thread count is part of the key
-    model::GreenFormerConfig cfg;
-    if (o.checkpoint.empty() && !o.random_weights_arch.empty()) {
-      cfg = model::GreenFormerConfig::by_name(o.random_weights_arch, o.img_size ? o.img_size : 512);
-    } else {
-      model::ReadOptions ro;
-      ro.mmap = o.mmap;
-      const auto ck = model::read_checkpoint(o.checkpoint.empty() ? default_checkpoint() : o.checkpoint, ro);
-      cfg = model::config_at(ck, o.img_size);
-    }
-    cfg.resolve_backbone(o.backbone_size, o.backbone_percent);
-    const auto plan = detail::resolve_plan(o, cfg, device, notes);
-    return {o.model_precision, "the measured plan of the machine that planned the job (" + plan.origin + ")"};
+    detail::apply_global_switches(options, false, notes);  // the thread count is part of the key
+    // The architecture as Model::load reads it, and the plan it would make first.
+    detail::ModelSource src;
+    src.checkpoint = detail::checkpoint_to_read(options);
+    src.img_size = engine.img_size;
+    src.random_arch = src.checkpoint.empty() ? options.random_weights_arch : "";
+    src.mmap = options.mmap;
+    src.backbone_size = engine.backbone_size;
+    src.backbone_percent = engine.backbone_percent;
+    const auto read = detail::read_source(src);
+    const auto planned = detail::make_plan(options, engine, read.config, device, notes);
+    return {planned.model.model_precision, std::string("the measured plan of the machine that planned the job (") +
+                                               to_string(planned.plan.origin) + ")"};
   });
 }
 

@@ -18,7 +18,7 @@ torch::ScalarType to_dtype(Precision p) {
   }
 }
 
-torch::ScalarType weight_dtype_for(const EngineOptions& o, const torch::Device& device) {
+torch::ScalarType weight_dtype_for(const ModelOptions& o, const torch::Device& device) {
   if (o.mixed_precision) return torch::kFloat;
   return to_dtype(resolve_precision(o.model_precision, device.str()));
 }
@@ -87,15 +87,15 @@ model::TokenRouter own_router(const PreparedNet& p, int64_t encoder_size) {
 }
 
 std::array<bool, 4> planned_native(const EngineOptions& o, const TunePlan* plan) {
-  auto stage_native = [&](const std::string& option) {
+  auto stage_native = [&](TuneOption option) {
     if (o.native_attention == AutoSwitch::On) return true;
     if (o.native_attention == AutoSwitch::Off || !plan) return false;
     const auto* d = plan->find(option);
-    return d && d->value == "true";
+    return d && d->on();
   };
   std::array<bool, 4> native{};
   for (size_t i = 0; i < native.size(); ++i)
-    native[i] = o.flash_attention && stage_native("native_attention.stage" + std::to_string(i + 1));
+    native[i] = o.flash_attention && stage_native(native_attention_stage(static_cast<int>(i) + 1));
   return native;
 }
 

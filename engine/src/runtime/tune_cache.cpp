@@ -24,7 +24,62 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-const TuneDecision* TunePlan::find(const std::string& option) const {
+const char* to_string(TuneOption o) {
+  switch (o) {
+    case TuneOption::ModelPrecision: return "model_precision";
+    case TuneOption::NativeAttention: return "native_attention";
+    case TuneOption::NativeAttentionStage1: return "native_attention.stage1";
+    case TuneOption::NativeAttentionStage2: return "native_attention.stage2";
+    case TuneOption::NativeAttentionStage3: return "native_attention.stage3";
+    case TuneOption::NativeAttentionStage4: return "native_attention.stage4";
+    case TuneOption::OnednnLinear: return "onednn_linear";
+    case TuneOption::WinogradConv: return "winograd_conv";
+    case TuneOption::TiledRefiner: return "tiled_refiner";
+  }
+  return "?";
+}
+
+const char* to_string(TuneChoice c) {
+  switch (c) {
+    case TuneChoice::False: return "false";
+    case TuneChoice::True: return "true";
+    case TuneChoice::Float32: return "float32";
+    case TuneChoice::BFloat16: return "bfloat16";
+    case TuneChoice::Float16: return "float16";
+  }
+  return "?";
+}
+
+const char* to_string(DecisionSource s) {
+  switch (s) {
+    case DecisionSource::Plan: return "plan";
+    case DecisionSource::Flag: return "flag";
+    case DecisionSource::Rule: return "rule";
+    case DecisionSource::Only: return "only";
+  }
+  return "?";
+}
+
+const char* to_string(PlanOrigin o) {
+  switch (o) {
+    case PlanOrigin::Off: return "off";
+    case PlanOrigin::Trials: return "trials";
+    case PlanOrigin::Cache: return "cache";
+    case PlanOrigin::Memory: return "memory";
+  }
+  return "?";
+}
+
+TuneOption native_attention_stage(int stage) {
+  switch (stage) {
+    case 1: return TuneOption::NativeAttentionStage1;
+    case 2: return TuneOption::NativeAttentionStage2;
+    case 3: return TuneOption::NativeAttentionStage3;
+    default: return TuneOption::NativeAttentionStage4;
+  }
+}
+
+const TuneDecision* TunePlan::find(TuneOption option) const {
   for (const auto& d : decisions)
     if (d.option == option) return &d;
   return nullptr;
@@ -34,7 +89,7 @@ std::string TunePlan::summary() const {
   std::ostringstream s;
   s.imbue(std::locale::classic());  // numbers in every locale
   for (const auto& d : decisions) {
-    s << d.option << " " << d.value << " (" << d.source;
+    s << to_string(d.option) << " " << to_string(d.value) << " (" << to_string(d.source);
     if (!d.why.empty()) s << ": " << d.why;
     for (size_t i = 0; i < d.times_ms.size(); ++i) {
       s << (i == 0 && d.why.empty() ? ": " : ", ") << d.times_ms[i].first << " ";
@@ -72,12 +127,12 @@ std::set<std::string> g_warned_unwritable;  // cache paths warned about (once ea
 std::string plan_json(const TunePlan& p) {
   std::ostringstream s;
   s.imbue(std::locale::classic());  // numbers in every locale
-  s << "{\"origin\": " << json::quote(p.origin == "cache" ? "trials" : p.origin)
+  s << "{\"origin\": " << json::quote(to_string(p.origin == PlanOrigin::Cache ? PlanOrigin::Trials : p.origin))
     << ", \"trial_ms\": " << p.trial_ms << ", \"decisions\": [";
   for (size_t i = 0; i < p.decisions.size(); ++i) {
     const auto& d = p.decisions[i];
-    s << (i ? ", " : "") << "{\"option\": " << json::quote(d.option)
-      << ", \"value\": " << json::quote(d.value) << ", \"source\": " << json::quote(d.source)
+    s << (i ? ", " : "") << "{\"option\": " << json::quote(to_string(d.option))
+      << ", \"value\": " << json::quote(to_string(d.value)) << ", \"source\": " << json::quote(to_string(d.source))
       << ", \"why\": " << json::quote(d.why) << ", \"times_ms\": {";
     // JSON has no infinity: a time that is not finite is left out, not written as `inf`
     // (which would make the whole file unreadable, every plan in it lost).
@@ -100,13 +155,24 @@ double number_of(const json::Value* v) {
   return v && (v->kind == json::Value::Kind::Float || v->kind == json::Value::Kind::Int) ? v->f : 0.0;
 }
 
+/// `text` as the enum value between first and last (inclusive) whose to_string it is.
+template <class E>
+bool parsed(const std::string& text, E first, E last, E& out) {
+  for (int i = static_cast<int>(first); i <= static_cast<int>(last); ++i)
+    if (text == to_string(static_cast<E>(i))) {
+      out = static_cast<E>(i);
+      return true;
+    }
+  return false;
+}
+
 /// A stored plan; ModelError when its shape is wrong (the file is then corrupt).
 TunePlan plan_from(const json::Value& v, const std::string& key, const std::string& path) {
   CK_CHECK(v.kind == json::Value::Kind::Object, ModelError, path, ": plan '", key, "' is not an object");
   TunePlan p;
   p.key = key;
   p.cache_path = path;
-  p.origin = "cache";
+  p.origin = PlanOrigin::Cache;
   p.trial_ms = number_of(v.find("trial_ms"));
   const auto* ds = v.find("decisions");
   CK_CHECK(ds && ds->kind == json::Value::Kind::Array, ModelError, path, ": plan '", json::printable(key, 80),
@@ -114,28 +180,27 @@ TunePlan plan_from(const json::Value& v, const std::string& key, const std::stri
   std::set<std::string> seen;
   for (const auto& d : ds->items) {
     CK_CHECK(d.kind == json::Value::Kind::Object, ModelError, path, ": a decision is not an object");
+    const std::string option = text_of(d.find("option")), value = text_of(d.find("value")),
+                      source = text_of(d.find("source"));
     TuneDecision t;
-    t.option = text_of(d.find("option"));
-    t.value = text_of(d.find("value"));
-    t.source = text_of(d.find("source"));
     t.why = text_of(d.find("why"));
     // Only what this engine writes: a value it would not choose itself is not applied.
-    const bool boolean = t.value == "true" || t.value == "false";
+    const bool option_ok = parsed(option, TuneOption::ModelPrecision, TuneOption::TiledRefiner, t.option);
+    const bool value_ok = parsed(value, TuneChoice::False, TuneChoice::Float16, t.value);
+    const bool source_ok = parsed(source, DecisionSource::Plan, DecisionSource::Only, t.source);
+    const bool precision = option_ok && t.option == TuneOption::ModelPrecision;
+    const bool boolean = value_ok && (t.value == TuneChoice::True || t.value == TuneChoice::False);
     // float16 comes only from the flag rule (a GPU's): the plan chooses float32 or bfloat16.
-    const bool ok = (t.option == "model_precision" &&
-                     (t.value == "float32" || t.value == "bfloat16" || (t.value == "float16" && t.source != "plan"))) ||
-                    ((t.option == "native_attention" || t.option == "native_attention.stage1" || t.option == "native_attention.stage2" ||
-                      t.option == "native_attention.stage3" || t.option == "native_attention.stage4" ||
-                      t.option == "tiled_refiner" || t.option == "onednn_linear" ||
-                      t.option == "winograd_conv") && boolean);
+    const bool ok = option_ok && value_ok &&
+                    (precision ? !boolean && !(t.value == TuneChoice::Float16 && source_ok && t.source == DecisionSource::Plan)
+                               : boolean);
     CK_CHECK(ok, ModelError, path, ": plan '", json::printable(key, 80), "': decision ",
-             json::printable(t.option, 40), " = ", json::printable(t.value, 40), " is not one this engine makes");
+             json::printable(option, 40), " = ", json::printable(value, 40), " is not one this engine makes");
     // The sources this engine writes into a plan; a report must not say "flag" for a file's word.
-    CK_CHECK(t.source == "plan" || t.source == "only" || t.source == "rule" || t.source == "flag", ModelError, path,
-             ": plan '", json::printable(key, 80), "': decision ", t.option, " has source ",
-             json::printable(t.source, 40), ", not one this engine writes");
-    CK_CHECK(seen.insert(t.option).second, ModelError, path, ": plan '", json::printable(key, 80),
-             "': decision ", t.option, " appears twice");
+    CK_CHECK(source_ok, ModelError, path, ": plan '", json::printable(key, 80), "': decision ", option,
+             " has source ", json::printable(source, 40), ", not one this engine writes");
+    CK_CHECK(seen.insert(option).second, ModelError, path, ": plan '", json::printable(key, 80),
+             "': decision ", option, " appears twice");
     if (const auto* tm = d.find("times_ms"); tm && tm->kind == json::Value::Kind::Object)
       for (size_t i = 0; i < tm->keys.size(); ++i) {
         const auto& v = tm->values[i];

@@ -6,6 +6,7 @@
 #include <corridorkey/tune.h>
 
 #include "model/config.h"
+#include "runtime/plan_deciders.h"
 
 #include <torch/types.h>
 
@@ -13,22 +14,38 @@
 
 namespace corridorkey::detail {
 
-/// Resolves the fields of `opt` the plan may decide, for `cfg` on `device`:
-///  - model_precision auto on a CPU (not under mixed_precision): float32 or bfloat16;
-///  - native_attention auto with bf16 on a CPU whose native kernel runs: per global stage;
-///  - tiled_refiner auto where the whole image fits the memory budget: tiled or whole.
-/// With tune off nothing is timed and the flag rules stand (recorded as "rule"). An
-/// explicit field value is recorded as "flag" and never changed. On return
-/// opt.model_precision is no longer Auto on a CPU; tiled_refiner is On/Off where the plan
-/// timed it; native_attention stays for the runner, which reads the stage decisions.
-/// Notes (one line each) go to `notes` and stderr: the trial note, cache warnings.
-TunePlan resolve_plan(EngineOptions& opt, const model::GreenFormerConfig& cfg,
-                      const torch::Device& device, std::string& notes);
+/// A plan and the options it resolves.
+struct Planned {
+  TunePlan plan;
+  /// The options with the plan applied (plan_deciders.h apply_plan): model_precision no
+  /// longer Auto on a CPU, onednn_linear / winograd_conv On or Off, tiled_refiner where the
+  /// plan timed it; native_attention stays for the runner, which reads the stage decisions.
+  ModelOptions model;
+  EngineSettings engine;
+};
+
+/// The plan for a Model with `model` options whose engine has `engine` settings, for `cfg`
+/// on `device`, decided before any weight is built: read from the cache, timed now (one
+/// decider per choice over one memoised set of trials, then cached), or the flag rules
+/// (tune off, a GPU, or trials that failed). An explicit field value is recorded as "flag"
+/// and never changed. Notes (one line each) go to `notes` and stderr: the trial note, cache
+/// warnings.
+Planned make_plan(const ModelOptions& model, const EngineSettings& engine, const model::GreenFormerConfig& cfg,
+                  const torch::Device& device, std::string& notes);
+
+/// What the deciders know of this machine and this model at this size.
+PlanFacts plan_facts(const ModelOptions& model, const EngineSettings& engine, const model::GreenFormerConfig& cfg,
+                     const torch::Device& device);
 
 /// The plan key for these options: engine version, CPU model, threads, LibTorch, device,
 /// architecture, size, layouts and fusions, and which fields are open to the plan.
-std::string plan_key(const EngineOptions& opt, const model::GreenFormerConfig& cfg,
+std::string plan_key(const ModelOptions& model, const EngineSettings& engine, const model::GreenFormerConfig& cfg,
                      const torch::Device& device);
+
+/// Whether two engines' settings give the same plan on one Model (size, refiner, Linear and
+/// convolution choices, memory budget): an engine like the one a Model was planned for
+/// reuses its plan.
+bool same_engine_plan(const EngineSettings& a, const EngineSettings& b);
 
 /// Test hook: every timed trial of `candidate` ("float32", "bfloat16", "native", "sdpa",
 /// "tiled", "whole", or a precision and a kernel: "bfloat16 sdpa") sleeps `ms` longer, so a
