@@ -26,7 +26,7 @@ set_property(TARGET corridorkey_engine APPEND PROPERTY LINK_DEPENDS ${_ck_archiv
              "${PROJECT_SOURCE_DIR}/cmake/corridorkey_engine.map")
 target_link_libraries(corridorkey_engine PUBLIC ck_headers
   PRIVATE ${CK_TORCH_TARGETS} yaml-cpp ${OpenCV_LIBS} OpenEXR::OpenEXR
-  OpenColorIO::OpenColorIO OpenImageIO::OpenImageIO)
+  OpenColorIO::OpenColorIO OpenImageIO::OpenImageIO JPEG::JPEG)
 set_target_properties(corridorkey_engine PROPERTIES
   EXPORT_NAME engine
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}

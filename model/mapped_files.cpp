@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace corridorkey::model {
@@ -20,8 +21,13 @@ struct Slot {
   std::atomic<bool> used{false};
   std::atomic<uintptr_t> begin{0}, end{0};
   char path[1024] = {};
+  // The file's identity and state when mapped; written before `begin` is published.
+  struct stat st {};
 };
 Slot g_slots[64];
+// Serialises register / unregister / changed_mapped_file over the slots' `st` (the signal
+// handler reads only the atomics and the path, never this lock).
+std::mutex g_table;
 
 struct sigaction g_previous;  // the disposition before the guard, for signals not ours
 
@@ -65,7 +71,8 @@ extern "C" void on_sigbus(int sig, siginfo_t* info, void* context) {
 
 }  // namespace
 
-int register_mapped_file(const void* data, std::size_t size, const std::string& path) {
+int register_mapped_file(const void* data, std::size_t size, const std::string& path, int fd) {
+  std::lock_guard<std::mutex> lock(g_table);
   for (int i = 0; i < 64; ++i) {
     bool expected = false;
     if (!g_slots[i].used.compare_exchange_strong(expected, true)) continue;
@@ -73,6 +80,7 @@ int register_mapped_file(const void* data, std::size_t size, const std::string& 
     const size_t n = std::min(path.size(), sizeof s.path - 1);
     std::memcpy(s.path, path.data(), n);
     s.path[n] = '\0';
+    if (::fstat(fd, &s.st) != 0) s.st = {};
     s.end.store(reinterpret_cast<uintptr_t>(data) + size);
     s.begin.store(reinterpret_cast<uintptr_t>(data));
     return i;
@@ -82,6 +90,7 @@ int register_mapped_file(const void* data, std::size_t size, const std::string& 
 
 void unregister_mapped_file(int slot) {
   if (slot < 0 || slot >= 64) return;
+  std::lock_guard<std::mutex> lock(g_table);
   g_slots[slot].begin.store(0);
   g_slots[slot].end.store(0);
   g_slots[slot].used.store(false);
@@ -94,6 +103,24 @@ const char* mapped_file_at(const void* addr) {
     if (b != 0 && a >= b && a < s.end.load()) return s.path;
   }
   return nullptr;
+}
+
+namespace {
+bool same_time(const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
+}  // namespace
+
+std::string changed_mapped_file() {
+  std::lock_guard<std::mutex> lock(g_table);
+  for (auto& s : g_slots) {
+    if (s.begin.load() == 0 || s.st.st_ino == 0) continue;
+    struct stat now {};
+    if (::stat(s.path, &now) != 0) continue;  // removed: the mapping keeps the old file
+    if (now.st_dev != s.st.st_dev || now.st_ino != s.st.st_ino) continue;  // replaced by rename
+    // Size and modification time: what a write changes. Not the change time, which chmod
+    // and (on ext4) a rename of the path also move.
+    if (now.st_size != s.st.st_size || !same_time(now.st_mtim, s.st.st_mtim)) return s.path;
+  }
+  return "";
 }
 
 void install_mapped_file_guard() {

@@ -315,7 +315,7 @@ File read_file(const std::string& path, Access access) {
              " (--mmap off reads it instead)");
     m->data = static_cast<char*>(p);
     m->size = size;
-    m->slot = register_mapped_file(p, size, path);
+    m->slot = register_mapped_file(p, size, path, f.fd);
     region = std::move(m);
   } else {
     auto b = make_buffer(size, path);

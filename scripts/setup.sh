@@ -31,6 +31,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 apt_pkgs=(build-essential cmake ninja-build ccache git pkg-config python3-venv
           libopencv-dev libopenexr-dev libyaml-cpp-dev libcli11-dev catch2
           nlohmann-json3-dev
+          libjpeg-dev  # JPEG plates' streams checked by libjpeg itself (engine/src/io/jpeg_check)
           slurm-wlm munge    # a real single-node Slurm for the farm-export tests
           clang libclang-rt-14-dev   # libFuzzer + sanitizers (scripts/fuzz.sh)
           ffmpeg     # ProRes 4444 deliverables and the reference's H.264 settings (video_out)

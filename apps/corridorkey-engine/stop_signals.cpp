@@ -8,10 +8,26 @@ namespace {
 
 std::atomic<std::atomic<bool>*> g_flag{nullptr};
 
+/// Whether `sig` was ignored when the process started (nohup, a `cmd &` in a script, a farm
+/// agent that ignores SIGINT for its children): such a signal stays ignored, as POSIX tools
+/// leave it. Read before this file first changes the disposition.
+bool ignored_at_start(int sig) {
+  static const struct Ignored {
+    bool int_, term;
+  } at_start = [] {
+    auto ignored = [](int s) {
+      struct sigaction old;
+      return ::sigaction(s, nullptr, &old) == 0 && old.sa_handler == SIG_IGN;
+    };
+    return Ignored{ignored(SIGINT), ignored(SIGTERM)};
+  }();
+  return sig == SIGINT ? at_start.int_ : sig == SIGTERM ? at_start.term : false;
+}
+
 void set_default(int sig) {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = SIG_DFL;
+  sa.sa_handler = ignored_at_start(sig) ? SIG_IGN : SIG_DFL;
   sigemptyset(&sa.sa_mask);
   ::sigaction(sig, &sa, nullptr);
 }
@@ -28,6 +44,7 @@ extern "C" void on_stop_signal(int sig) {
 }
 
 void install(int sig) {
+  if (ignored_at_start(sig)) return;
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
@@ -38,12 +55,14 @@ void install(int sig) {
 }  // namespace
 
 void cancel_on_signal(std::atomic<bool>* flag) {
+  ignored_at_start(SIGINT);  // read the dispositions before any is changed
   g_flag.store(flag);
   install(SIGINT);
   install(SIGTERM);
 }
 
 void default_stop_signals() {
+  ignored_at_start(SIGINT);
   set_default(SIGINT);
   set_default(SIGTERM);
   g_flag.store(nullptr);

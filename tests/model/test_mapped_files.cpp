@@ -5,6 +5,9 @@
 #include <corridorkey/checkpoint.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <sys/stat.h>
+#include <fcntl.h>
 
 #include "model/mapped_files.h"
 #include "model/safetensors.h"
@@ -105,10 +108,47 @@ TEST_CASE("a SIGBUS that is not in a mapped checkpoint goes to the handler befor
   CHECK((WIFSIGNALED(dfl.status) && WTERMSIG(dfl.status) == SIGBUS));
   // The table forgets a mapping once unmapped.
   char page[64];
-  const int slot = model::register_mapped_file(page, sizeof page, "/x/y.safetensors");
+  const int slot = model::register_mapped_file(page, sizeof page, "/x/y.safetensors", -1);
   REQUIRE(slot >= 0);
   CHECK(std::string(model::mapped_file_at(page + 10)) == "/x/y.safetensors");
   CHECK(model::mapped_file_at(page + 64) == nullptr);
   model::unregister_mapped_file(slot);
   CHECK(model::mapped_file_at(page + 10) == nullptr);
+}
+
+// A file written in place under its mapping is told from one stat(): same inode, another
+// size or modification time. A file renamed over the path is not the mapping's file.
+TEST_CASE("a mapped file written in place is named; one replaced by rename is not", "[unit]") {
+  const auto dir = ck_test::temp_dir("mapped_changed");
+  const std::string path = (dir / "w.safetensors").string();
+  { std::ofstream(path, std::ios::binary) << std::string(4096, 'a'); }
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  char page[64];
+  const int slot = model::register_mapped_file(page, sizeof page, path, fd);
+  ::close(fd);
+  REQUIRE(slot >= 0);
+  CHECK(model::changed_mapped_file().empty());
+  // Renamed over: a new inode at the path, the mapped one untouched.
+  const std::string fresh = path + ".new";
+  { std::ofstream(fresh, std::ios::binary) << std::string(4096, 'b'); }
+  REQUIRE(::rename(fresh.c_str(), path.c_str()) == 0);
+  CHECK(model::changed_mapped_file().empty());
+  model::unregister_mapped_file(slot);
+  // Written in place at the same size: told by the modification time. (The file's time is
+  // set in the past first: the kernel's clock for file times is coarse, and a write within
+  // the same tick as the file's creation would leave it equal.)
+  const struct timespec past[2] = {{1000000000, 0}, {1000000000, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), past, 0) == 0);
+  const int fd2 = ::open(path.c_str(), O_RDWR);
+  REQUIRE(fd2 >= 0);
+  const int slot2 = model::register_mapped_file(page, sizeof page, path, fd2);
+  REQUIRE(::pwrite(fd2, "zzzz", 4, 100) == 4);
+  struct stat st {};
+  REQUIRE(::fstat(fd2, &st) == 0);
+  CHECK(st.st_size == 4096);
+  CHECK(model::changed_mapped_file() == path);
+  ::close(fd2);
+  model::unregister_mapped_file(slot2);
+  CHECK(model::changed_mapped_file().empty());  // unmapped: nothing to tell
 }

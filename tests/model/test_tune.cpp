@@ -11,6 +11,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "attention_cpu.h"
 #include "attention_f32_cpu.h"
 #include "model/conv.h"
@@ -213,7 +216,13 @@ TEST_CASE("the tune cache replaces no file that is not its own", "[model][tune]"
   };
   for (const Case& c : {Case{"notes.txt", notes, "not usable"},
                         Case{"other.json", foreign, "not a tune cache"},
-                        Case{"empty.json", "", "not usable"}}) {
+                        Case{"empty.json", "", "not usable"},
+                        // Earlier versions' shape, with a key this engine never writes:
+                        // rewriting it would drop that key.
+                        Case{"extra.json", "{\"version\": 1, \"plans\": {}, \"owner\": \"ops\"}\n", "not a tune cache"},
+                        // "format" twice: which one is meant is not this engine's to guess.
+                        Case{"twice.json", "{\"format\": \"corridorkey-engine tune cache\", \"format\": \"x\", "
+                                           "\"version\": 1, \"plans\": {}}\n", "not a tune cache"}}) {
     INFO(c.name);
     const auto path = dir / c.name;
     CacheFile cache(path.string());  // (it clears the path: the decoy is written after it)
@@ -284,6 +293,29 @@ TEST_CASE("a replaced tune cache keeps its mode, and its helpers carry the engin
   CHECK(corridorkey::detail::tune_cache_read_all(error).size() == 2);
   CHECK(names_in(fs::path(cache.path).parent_path()) ==
         std::vector<std::string>{".corridorkey-engine-tune.lock", "tune.json"});
+}
+
+TEST_CASE("a replaced tune cache drops set-ID bits and keeps its owner", "[model][tune]") {
+  CacheFile cache;
+  std::string warning;
+  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("a"), warning));
+  REQUIRE(::chmod(cache.path.c_str(), 06640) == 0);
+  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("b"), warning));
+  struct stat st {};
+  REQUIRE(::stat(cache.path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0640);  // the permission bits kept, set-UID / set-GID not
+  if (::geteuid() == 0) {
+    // root's run on another user's cache: the file written in its place is still theirs.
+    REQUIRE(::chown(cache.path.c_str(), 4321, 4321) == 0);
+    REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("c"), warning));
+    REQUIRE(::stat(cache.path.c_str(), &st) == 0);
+    CHECK(st.st_uid == 4321);
+    CHECK(st.st_gid == 4321);
+    std::string error;
+    CHECK(corridorkey::detail::tune_cache_read_all(error).size() == 3);
+  } else {
+    WARN("not root: the owner-kept case needs a file of another user");
+  }
 }
 
 TEST_CASE("a cache file of an earlier version (no format key) is still ours", "[model][tune]") {

@@ -441,6 +441,38 @@ for m in mattes:
     assert cv2.imread(os.path.join(clip, "Output", "Matte", m), cv2.IMREAD_UNCHANGED) is not None, m
 PY
 
+#      Rewritten in place at the same size (no fault: the new bytes show through the mapping)
+#      it keyed on with other weights; now the run stops, exit 4, --on-error skip or not, and
+#      every matte it wrote is the one the unchanged checkpoint keys.
+"$cli" convert "$bundled_pth" "$work/inplace.safetensors" > /dev/null 2>&1 || fail "convert"
+cp -r "$work/mapped" "$work/inplace" && rm -rf "$work/inplace/Output" "$work/mapped/Output"
+"$cli" inference "$work/mapped" --checkpoint "$work/inplace.safetensors" --profile original --device cpu \
+  --outputs matte --quiet 2> "$work/inplace_ref.txt" || fail "reference keys: $(cat "$work/inplace_ref.txt")"
+"$CK_PYTHON" - "$cli" "$work/inplace" "$work/inplace.safetensors" "$work/mapped" <<'PY' || fail "mapped checkpoint rewritten in place"
+import json, os, subprocess, sys
+cli, clip, ck, ref = sys.argv[1:5]
+p = subprocess.Popen([cli, "inference", clip, "--checkpoint", ck, "--mmap", "on", "--profile", "original",
+                      "--device", "cpu", "--outputs", "matte", "--on-error", "skip", "--json"],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+for line in p.stdout:
+    if json.loads(line)["event"] == "frame_done":
+        size = os.path.getsize(ck)
+        with open(ck, "r+b") as f:  # a tool writing new weights into the same file
+            f.seek(size // 2)
+            f.write(bytes(65536))
+        assert os.path.getsize(ck) == size
+        break
+rest, err = p.communicate(timeout=300)
+assert p.returncode == 4, (p.returncode, err[-2000:])
+assert ck + ": the checkpoint changed on disk while it was mapped (written in place" in err, err[-2000:]
+out = os.path.join(clip, "Output", "Matte")
+mattes = [m for m in os.listdir(out) if not m.startswith(".")]
+assert mattes and len(mattes) < 24, mattes
+for m in mattes:
+    a = open(os.path.join(out, m), "rb").read()
+    assert a == open(os.path.join(ref, "Output", "Matte", m), "rb").read(), m + " keyed with other weights"
+PY
+
 # R4.10 A broken symbolic link among the frames is one failed frame (it stopped the clip, exit 3).
 cp -r "$work/base" "$work/blink"
 cp "$work/base/AlphaHint/f1.png" "$work/blink/AlphaHint/f3.png"

@@ -7,6 +7,7 @@
 #include <corridorkey/errors.h>
 
 #include "io/image_integrity.h"
+#include "io/jpeg_check.h"
 #include "io/image_io.h"
 #include "support/support.h"
 
@@ -95,6 +96,30 @@ TEST_CASE("a truncated JPEG frame is refused by name; a whole one reads", "[unit
   // Told by content, not the name: a truncated JPEG called .png is caught too.
   write(d / "named.png", cut(b, 90));
   CHECK_THROWS_WITH(io::read_image((d / "named.png").string()), Contains("truncated or corrupt JPEG"));
+}
+
+// Entropy-coded data that ends before the image's last block, yet closed by an EOI marker:
+// the markers are whole, so only decoding tells, and libjpeg says so only as a warning
+// ("Corrupt JPEG data: premature end of data segment"), which the check takes as an error.
+TEST_CASE("a JPEG with corrupt data and its EOI is refused by name", "[unit][integrity]") {
+  const auto d = ck_test::temp_dir("jpeg_corrupt");
+  for (bool progressive : {false, true}) {
+    INFO((progressive ? "progressive" : "baseline"));
+    const auto b = jpeg_of(progressive);
+    CHECK(io::jpeg_decode_problem(b).empty());
+    // Cut at 60% and closed with an EOI, as a tool that "repairs" a partial download does.
+    // (A stretch cut out of the middle is not always caught: the rest may happen to decode
+    // as valid codes for every block, with no byte left over. Decoding tells what it can.)
+    auto holed = cut(b, 60);
+    holed.push_back(0xFF), holed.push_back(0xD9);
+    CHECK(io::jpeg_truncation(holed).empty());  // the marker walk cannot tell
+    CHECK_THAT(io::jpeg_decode_problem(holed), Contains("JPEG"));
+    const auto p = d / (progressive ? "holed_progressive.jpg" : "holed.jpg");
+    write(p, holed);
+    CHECK_THROWS_WITH(io::read_image(p.string()), Contains(p.string()) && Contains("truncated or corrupt JPEG"));
+  }
+  CHECK_FALSE(io::jpeg_decode_problem({0xFF, 0xD8, 0xFF, 0xD9}).empty());
+  CHECK_FALSE(io::jpeg_decode_problem({}).empty());
 }
 
 TEST_CASE("a DPX cut inside its pixel data is refused by name", "[unit][integrity]") {

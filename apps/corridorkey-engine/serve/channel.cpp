@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -211,16 +212,26 @@ std::string write_token_file(const std::string& path) {
   static const char* hex = "0123456789abcdef";
   std::string token;
   for (unsigned char c : raw) token += hex[c >> 4], token += hex[c & 15];
-  const std::string tmp = path + ".ck-tmp";
-  ::unlink(tmp.c_str());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  // The path is replaced by rename, so only a regular file (or nothing) may be there: a FIFO,
+  // a device, a folder or a link given by mistake is refused, not replaced.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0)
+    CK_CHECK(S_ISREG(st.st_mode), ConfigError, "--token-file ", path, ": ",
+             S_ISFIFO(st.st_mode) ? "is a FIFO (named pipe)" : S_ISLNK(st.st_mode) ? "is a symbolic link"
+             : S_ISDIR(st.st_mode) ? "is a folder" : "is not a regular file",
+             "; give a path that does not exist yet or a regular file, which is replaced");
+  // A temporary name of its own in the same folder (mkstemp: nothing already there is removed).
+  std::string tmp = path + ".XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
   CK_CHECK(fd >= 0, IoError, path, ": cannot write the token file: ", sys_error());
+  ::fchmod(fd, 0600);
   const std::string line = token + "\n";
   const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   ::close(fd);
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = sys_error();
     ::unlink(tmp.c_str());
-    throw IoError(path + ": cannot write the token file: " + sys_error());
+    throw IoError(path + ": cannot write the token file: " + why);
   }
   return token;
 }

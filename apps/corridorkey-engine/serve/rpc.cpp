@@ -41,7 +41,9 @@ json error_object(const std::exception& e) {
   const std::string kind = c.kind;
   const int code = kind == "usage" ? kUsage : kind == "input" ? kInput : kind == "model" ? kModel
                    : kind == "device" ? kDevice : kFailure;
-  return {{"code", code}, {"message", e.what()}, {"data", {{"kind", kind}, {"exit_code", c.exit_code}}}};
+  // Engine errors quote file names and values the client sent: their control characters
+  // (a terminal escape in a name) are written out as RpcError's are.
+  return {{"code", code}, {"message", escape_controls(e.what())}, {"data", {{"kind", kind}, {"exit_code", c.exit_code}}}};
 }
 
 json error_reply(const json& id, const std::exception& e) {
@@ -108,8 +110,13 @@ Request parse_request(const std::string& line, json* id_seen) {
   } catch (const json::exception& e) {  // a number out of range (1e400): not JSON we can read
     throw RpcError(kParseError, std::string("not JSON: ") + e.what());
   }
-  if (!duplicate.empty())
+  // The reply to a refused request carries its id where the id is unambiguous (a client
+  // matches replies by id): not when "id" itself is the key given twice.
+  if (!duplicate.empty()) {
+    if (id_seen && duplicate != "id" && j.is_object())
+      if (auto it = j.find("id"); it != j.end() && (it->is_string() || it->is_number())) *id_seen = *it;
     throw RpcError(kInvalidRequest, "key \"" + printable(duplicate) + "\" appears twice in one object; give each key once");
+  }
   if (!j.is_object()) throw RpcError(kInvalidRequest, "a request is a JSON object, got " + std::string(j.type_name()));
   Request r;
   if (auto it = j.find("id"); it != j.end()) {

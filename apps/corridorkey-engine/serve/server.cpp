@@ -396,13 +396,19 @@ void Server::worker_loop(ModelSlot& s) {
       s.queue.pop_front();
       s.active = 1;
     }
+    // The slot is idle (and its use time set) before the reply goes out: a client that
+    // sends its next request on the reply must find it idle, or the LRU picks another.
     struct Idle {  // however the job ends
       ModelSlot& s;
-      ~Idle() {
+      bool done = false;
+      void now() {
+        if (done) return;
+        done = true;
         std::lock_guard<std::mutex> l(s.m);
         s.active = 0;
         s.last_used = Clock::now();
       }
+      ~Idle() { now(); }
     } idle{s};
     if (j->cancelled()) {
       const RpcError e(kCancelled, "job " + j->id + " cancelled before it started" +
@@ -413,10 +419,13 @@ void Server::worker_loop(ModelSlot& s) {
     j->running = true;
     try {
       const json result = j->run(*j);
+      idle.now();
       finish_job(*j, &result, nullptr);
     } catch (const std::exception& e) {
+      idle.now();
       finish_job(*j, nullptr, &e);
     } catch (...) {
+      idle.now();
       const RpcError e(kInternal, "job " + j->id + ": an exception that is not a std::exception");
       finish_job(*j, nullptr, &e);
     }

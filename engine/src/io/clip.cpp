@@ -113,7 +113,16 @@ std::string name_list(std::vector<std::string> names) {
 bool find_source(const fs::path& clip, const std::string& name, FrameSource& src,
                  std::vector<std::string>& warnings) {
   const auto dir = clip / name;
-  if (type_of(dir) == fs::file_type::directory) {
+  const auto dir_type = type_of(dir);
+  // Something else by that name (a FIFO, a file, a device) is a mistake to name, not a clip
+  // without that folder: an AlphaHint that is not a folder would have the hints generated.
+  CK_CHECK(dir_type == fs::file_type::directory || dir_type == fs::file_type::not_found, IoError,
+           dir.string(), ": is ",
+           dir_type == fs::file_type::fifo ? "a FIFO (named pipe)"
+           : dir_type == fs::file_type::regular ? "a file"
+           : dir_type == fs::file_type::socket ? "a socket" : "a device",
+           ", not a folder of frames; remove or rename it");
+  if (dir_type == fs::file_type::directory) {
     std::vector<std::string> images, videos, others;
     for (const auto& p : list_dir(dir)) {
       const auto n = p.filename().string();

@@ -5,6 +5,7 @@
 #include "io/deep_video.h"
 #include "io/dpx.h"
 #include "io/image_integrity.h"
+#include "io/jpeg_check.h"
 
 #include <ImfChannelList.h>
 #include <ImfChromaticities.h>
@@ -171,9 +172,11 @@ Image read_cv(const std::string& path) {
   cv::Mat m;
   try {
     // A JPEG is checked whole before it is decoded (libjpeg greys out a truncated one and
-    // returns it as complete), then decoded from the bytes already read.
+    // smears a corrupt one, and returns either as complete), then decoded from the bytes
+    // already read.
     if (auto bytes = jpeg_bytes(path); !bytes.empty()) {
-      const auto why = jpeg_truncation(bytes);
+      auto why = jpeg_truncation(bytes);
+      if (why.empty()) why = jpeg_decode_problem(bytes);
       CK_CHECK(why.empty(), IoError, path, ": truncated or corrupt JPEG: ", why);
       m = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
     } else {

@@ -123,7 +123,10 @@ class Pipeline {
     // After every thread has ended: the job stops with the library's error type, never by an
     // exception escaping a std::thread (std::terminate would take the host with it).
     std::lock_guard<std::mutex> l(abort_m_);
-    if (!abort_why_.empty()) throw Error(abort_why_);
+    if (!abort_why_.empty()) {
+      if (abort_is_model_) throw ModelError(abort_why_);
+      throw Error(abort_why_);
+    }
     return summary_;
   }
 
@@ -155,10 +158,10 @@ class Pipeline {
 
   /// Stops the job for good: no new frames are read, keyed or written, and run() throws
   /// Error(why) once every thread has ended. The first reason wins.
-  void abort(const std::string& why) {
+  void abort(const std::string& why, bool model_error = false) {
     {
       std::lock_guard<std::mutex> l(abort_m_);
-      if (abort_why_.empty()) abort_why_ = why;
+      if (abort_why_.empty()) abort_why_ = why, abort_is_model_ = model_error;
     }
     aborted_ = true;
     // Nobody stays blocked: readers on a full read queue, the inference thread on a full
@@ -383,6 +386,12 @@ class Pipeline {
         it.timings.decoders_ms = run.timings.decoders_ms;
         it.timings.refiner_ms = run.timings.refiner_ms;
       } catch (const std::exception& e) {
+        // Weights that changed under the run would fail every later frame the same way
+        // (--on-error skip included): the job stops, as for a fault in the mapping.
+        if (!model::changed_mapped_file().empty()) {
+          abort(e.what(), /*model_error=*/true);
+          break;
+        }
         fail(it, it.file + ": " + e.what());
         t_wait = Clock::now();
         continue;
@@ -442,6 +451,7 @@ class Pipeline {
   std::atomic<bool> stop_{false};
   std::atomic<bool> aborted_{false};  // abort(): a callback or a pipeline thread threw
   std::string abort_why_;             // under abort_m_
+  bool abort_is_model_ = false;       // under abort_m_: run() throws ModelError (exit 4)
   bool callback_failed_ = false;      // under event_m_
   std::pair<size_t, int> stop_at_{SIZE_MAX, INT_MAX};
   std::set<size_t> keyed_clips_;  // clips with a frame written by this run

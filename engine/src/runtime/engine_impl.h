@@ -5,6 +5,7 @@
 #include <corridorkey/engine.h>
 #include <corridorkey/model.h>
 
+#include "model/mapped_files.h"
 #include "runtime/model_runner.h"
 #include "runtime/torch_boundary.h"
 
@@ -27,6 +28,12 @@ struct BaseEngine::Impl {
 
   detail::ModelRun infer(const torch::Tensor& x) {
     auto run = detail::rethrow_torch("inference on " + info.device, [&] { return runner->run(x); });
+    // A mapped checkpoint written in place keys with other weights and no fault: this frame
+    // (and every later one) is refused rather than written with a wrong matte.
+    if (const auto changed = model::changed_mapped_file(); !changed.empty())
+      throw ModelError(changed + ": the checkpoint changed on disk while it was mapped (written in "
+                       "place: its size or modification time moved); the run stops. Frames already "
+                       "written are whole; --mmap off (mmap: false) reads checkpoints into memory instead");
     if (!run.warnings.empty()) {  // the runner changed mode (on_oom, capture): say so
       info.precision = runner->precision();
       info.refiner = runner->refiner_kind();

@@ -222,6 +222,8 @@ struct FileState {
   bool ours = false;   // a JSON object in this engine's cache format: the only kind replaced
   bool writable = false;  // a regular file with a write permission bit the process may use
   mode_t mode = 0644;  // kept when the file is replaced
+  uid_t uid = 0;       // the owner, kept when the file is replaced (or it is not replaced)
+  gid_t gid = 0;
   std::string error;  // non-empty: unreadable, foreign or corrupt
   std::vector<std::pair<std::string, std::string>> raw;  // key -> plan JSON text (kept as read)
   std::map<std::string, TunePlan> plans;
@@ -262,7 +264,11 @@ std::string read_text(const std::string& path, FileState& st) {
   } else if (static_cast<uint64_t>(sb.st_size) > kMaxCacheBytes) {
     st.error = "is " + std::to_string(sb.st_size >> 20) + " MiB, over the 8 MiB a cache may be";
   } else {
-    st.mode = sb.st_mode & 07777;
+    // Permission bits only: a set-user-ID, set-group-ID or sticky bit on a cache file is a
+    // mistake or a plant, never carried onto the file written in its place.
+    st.mode = sb.st_mode & 0777;
+    st.uid = sb.st_uid;
+    st.gid = sb.st_gid;
     // Read-only means no write bit at all (0444), whoever runs: root may write anything,
     // and a file its owner made read-only must still be left as it is.
     st.writable = (sb.st_mode & 0222) != 0 && ::access(path.c_str(), W_OK) == 0;
@@ -289,12 +295,19 @@ FileState read_file(const std::string& path) {
     // Ours: it names our format, or (files of earlier versions, which did not) it has the
     // integer version and the plans object this engine always wrote. Anything else, a
     // user's notes.txt or another program's JSON, is never replaced.
+    // Only the keys this engine writes, each once: a file with others (another program's
+    // JSON that happens to have "version" and "plans") would lose them when rewritten, and
+    // of a key given twice the reader and a person would see different values.
+    std::set<std::string> top;
+    bool only_ours = true;
+    for (const auto& k : root.keys)
+      only_ours = only_ours && (k == "format" || k == "version" || k == "plans") && top.insert(k).second;
     const auto* format = root.find("format");
     const auto* v = root.find("version");
     const auto* plans = root.find("plans");
     const bool versioned = v && v->kind == json::Value::Kind::Int;
-    st.ours = format ? text_of(format) == kFormatName
-                     : versioned && plans && plans->kind == json::Value::Kind::Object;
+    st.ours = only_ours && (format ? text_of(format) == kFormatName
+                                   : versioned && plans && plans->kind == json::Value::Kind::Object);
     CK_CHECK(st.ours, ModelError, path, ": not a tune cache of this engine (no \"format\": \"",
              kFormatName, "\")");
     // A newer engine's file (a shared home on a farm with two versions installed) is left as
@@ -310,6 +323,8 @@ FileState read_file(const std::string& path) {
     for (size_t i = 0; i < plans->keys.size(); ++i) {
       // One bad entry (a foreign or newer engine's) costs that entry, not every plan.
       try {
+        CK_CHECK(!st.plans.count(plans->keys[i]), ModelError, path, ": plan ", json::quote(plans->keys[i]),
+                 " given twice; the first is kept");
         auto p = plan_from(plans->values[i], plans->keys[i], path);
         st.raw.emplace_back(plans->keys[i], plan_json(p));
         st.plans.emplace(plans->keys[i], std::move(p));
@@ -445,10 +460,19 @@ bool tune_cache_store(const TunePlan& plan, std::string& warning) {
     if (n <= 0) break;
     put += static_cast<size_t>(n);
   }
-  const bool written = put == text.size() && ::fchmod(fd, st.exists ? st.mode : 0644) == 0 && ::fsync(fd) == 0;
+  // The file written in its place keeps the old one's owner and group: root's `tune` on a
+  // user's cache must not leave the user a cache they cannot update. Where the owner cannot
+  // be kept (another user's file in a shared folder), the file is left as it is.
+  bool owner_kept = true;
+  if (st.exists && (st.uid != ::geteuid() || st.gid != ::getegid()))
+    owner_kept = ::fchown(fd, st.uid, st.gid) == 0;
+  const bool written = put == text.size() && owner_kept && ::fchmod(fd, st.exists ? st.mode : 0644) == 0 &&
+                       ::fsync(fd) == 0;
   ::close(fd);
   if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = written ? std::strerror(errno) : "write failed";
+    const std::string why = !owner_kept ? "it belongs to user " + std::to_string(st.uid) +
+                                              ", whose ownership this process cannot keep; it is left as it is"
+                            : written ? std::strerror(errno) : "write failed";
     fs::remove(tmp, ec);
     return fail(why);
   }
