@@ -111,6 +111,7 @@ void add_inference(CLI::App& app, int& exit_code) {
                    sum.frames_done / std::max(sum.wall_ms / 1000, 1e-9), t.read_ms / n,
                    t.preprocess_ms / n, t.infer_ms / n, t.postprocess_ms / n, t.write_ms / n,
                    100.0 * sum.infer_wait_ms / std::max(sum.wall_ms, 1e-9));
+      std::fprintf(stderr, "%s\n", plan_text(sum.engine.tune).c_str());
       for (const auto& m : sum.clip_models)
         std::fprintf(stderr, "clip %s: %s backing, keyed with %s%s\n", m.clip.c_str(),
                      m.screen.c_str(), m.checkpoint.c_str(),

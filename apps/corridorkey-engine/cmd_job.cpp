@@ -79,6 +79,31 @@ void add_job(CLI::App& app, int& exit_code) {
     const auto jf = job_frames(j);
     for (const auto& w : jf.skipped) std::fprintf(stderr, "warning: %s\n", w.c_str());
     print_chunks(plan_chunks(jf, *chunks_n, j.chunk_size), j);
+    // Before the precision is planned (which may time and cache the plan): whether a node
+    // like this one would find its plan, and if not, which part of the key missed.
+    if (j.engine.tune == TuneMode::Off || j.engine.device != "cpu") {
+      std::printf("plan cache: not used (%s)\n", j.engine.tune == TuneMode::Off
+                                                     ? "tune off"
+                                                     : ("device " + j.engine.device + ": plans are made on CPUs").c_str());
+    } else {
+      try {
+        const auto st = plan_cache_status(j.engine.model(), j.engine.engine());
+        if (st.cached)
+          std::printf("plan cache: %s has the plan for this machine and configuration: no trials\n",
+                      st.cache.c_str());
+        else if (st.nearest.empty())
+          std::printf("plan cache: %s holds no plan: the first task on each kind of node times one "
+                      "(`corridorkey-engine tune` with the job's options caches it ahead)\n",
+                      st.cache.empty() ? "(none)" : st.cache.c_str());
+        else {
+          std::printf("plan cache: %s has no plan for this configuration; the nearest differs in:\n",
+                      st.cache.c_str());
+          for (const auto& d : st.differs) std::printf("  %s\n", d.c_str());
+        }
+      } catch (const Error& e) {
+        std::printf("plan cache: not read (%s)\n", e.what());
+      }
+    }
     try {
       const auto [p, how] = planned_precision(j.engine.model(), j.engine.engine());
       if (p == Precision::Auto)
@@ -110,8 +135,13 @@ void add_job(CLI::App& app, int& exit_code) {
   run->add_option("--precision", *precision,
                   "model_precision for this chunk (job export pins the planning machine's, so "
                   "that chunks on different node types give the same matte)");
+  auto tune_cache = std::make_shared<std::string>();
+  run->add_option("--tune-cache", *tune_cache,
+                  "the plan cache for this run (a folder on the shared filesystem, or a .json file); "
+                  "job export passes the job's tune_cache");
   run->callback([=, &exit_code] {
     auto j = load_job(*file);
+    if (!tune_cache->empty()) set_profile_field(j.engine, "tune_cache", *tune_cache, "--tune-cache");
     if (!precision->empty()) set_profile_field(j.engine, "model_precision", *precision, "--precision");
     else if (!chunk->empty() && j.engine.model_precision == Precision::Auto && j.engine.tune != TuneMode::Off)
       std::fprintf(stderr, "warning: %s: model_precision auto in a chunk: this node's measured plan "
@@ -162,6 +192,7 @@ void add_job(CLI::App& app, int& exit_code) {
       std::fprintf(stderr, "job %s chunk %d/%d: %d keyed, %d already done, %d failed in %.1f s\n",
                    j.name.c_str(), todo.index, todo.count, s.frames_done, s.frames_skipped,
                    s.frames_failed, s.wall_ms / 1000);
+    if (!*quiet && !*json) std::fprintf(stderr, "%s\n", plan_text(s.engine.tune).c_str());
     if (!*quiet && !*json && s.interrupted)
       std::fprintf(stderr, "interrupted: the frames written are whole; running the chunk again keys the rest\n");
     if (!*quiet && !*json)

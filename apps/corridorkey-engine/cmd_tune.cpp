@@ -4,6 +4,7 @@
 #include "option_args.h"
 
 #include <corridorkey/engine.h>
+#include <corridorkey/errors.h>
 #include <corridorkey/tune.h>
 
 #include <cstdio>
@@ -27,8 +28,25 @@ void add_tune(CLI::App& app, int& exit_code) {
   auto args = add_engine_flags(cmd, "optimized", /*run_fields=*/true);
   auto refresh = std::make_shared<bool>(false);
   cmd->add_flag("--refresh", *refresh, "time again even when the plan is cached (same as --tune refresh)");
-  cmd->callback([args, refresh, &exit_code] {
+  auto export_to = std::make_shared<std::string>(), import_from = std::make_shared<std::string>();
+  cmd->add_option("--export", *export_to,
+                  "copy every cached plan into FILE (a .json file or a folder) and time nothing: "
+                  "plans move between caches keyed by CPU identity, threads and configuration");
+  cmd->add_option("--import", *import_from,
+                  "copy every plan of FILE (a cache file or folder) into this cache and time nothing");
+  cmd->callback([args, refresh, export_to, import_from, &exit_code] {
     auto o = args->engine();
+    if (!export_to->empty() || !import_from->empty()) {
+      CK_CHECK(export_to->empty() || import_from->empty(), ConfigError,
+               "tune: --export and --import are one at a time");
+      const std::string cache = o.tune_cache.empty() ? tune_cache_path() : o.tune_cache;
+      const bool out = !export_to->empty();
+      const int n = out ? copy_tune_plans(cache, *export_to) : copy_tune_plans(*import_from, cache);
+      std::printf("%d plan(s) copied from %s to %s\n", n, (out ? cache : *import_from).c_str(),
+                  (out ? *export_to : cache).c_str());
+      exit_code = kOk;
+      return;
+    }
     if (*refresh) o.tune = TuneMode::Refresh;
     if (o.tune == TuneMode::Off) o.tune = TuneMode::Auto;  // `tune` means: use the plan
     auto engine = create_engine(o.model(), o.engine());

@@ -158,7 +158,31 @@ nlohmann::json event_json(const PipelineEvent& e) {
   j["done"] = e.frames_done;
   j["total"] = e.frames_total;
   if (e.kind == PipelineEvent::Kind::FrameDone) j["timings_ms"] = stage_json(e.timings);
+  if (e.kind == PipelineEvent::Kind::JobStarted)
+    j["plan"] = {{"origin", to_string(e.plan_origin)}, {"trial_ms", e.trial_ms}};
   return j;
+}
+
+double plan_trials_this_run(const TunePlan& p) {
+  return p.origin == PlanOrigin::Trials || p.origin == PlanOrigin::Memory ? p.trial_ms : 0;
+}
+
+nlohmann::json plan_json(const TunePlan& p) {
+  return {{"origin", to_string(p.origin)}, {"trial_ms", plan_trials_this_run(p)}, {"cache", p.cache_path}};
+}
+
+std::string plan_text(const TunePlan& p) {
+  char b[160];
+  switch (p.origin) {
+    case PlanOrigin::Trials:
+    case PlanOrigin::Memory:
+      std::snprintf(b, sizeof b, "plan: timed now, trials %.1f s while the model loaded (not in the wall time above)%s",
+                    p.trial_ms / 1000, p.origin == PlanOrigin::Memory ? "; kept in memory, the cache is not writable" : "");
+      return b;
+    case PlanOrigin::Cache: return "plan: read from the cache " + p.cache_path + " (no trials)";
+    case PlanOrigin::Off: break;
+  }
+  return p.mode == TuneMode::Off ? "plan: tune off (flag rules)" : "plan: flag rules (no cached plan, or no trials here)";
 }
 
 nlohmann::json summary_json(const JobSummary& sum) {
@@ -169,7 +193,7 @@ nlohmann::json summary_json(const JobSummary& sum) {
                    {"interrupted", sum.interrupted}, {"wall_ms", sum.wall_ms},
                    {"device", sum.engine.device}, {"checkpoint", sum.engine.checkpoint},
                    {"infer_wait_ms", sum.infer_wait_ms},
-                   {"stage_ms", stage_json(sum.stage_sums)},
+                   {"stage_ms", stage_json(sum.stage_sums)}, {"plan", plan_json(sum.engine.tune)},
                    {"clip_models", nlohmann::json::array()}};
   for (const auto& m : sum.clip_models)
     j["clip_models"].push_back({{"clip", m.clip}, {"checkpoint", m.checkpoint},

@@ -52,4 +52,9 @@ nlohmann::json stage_json(const StageTimings& t);
 /// The run's summary ({"event":"summary",...}): the last `--json` line, clip.key's result.
 nlohmann::json summary_json(const JobSummary& sum);
 
+/// The engine's measured plan in a summary: origin, the trials' cost in this process
+/// (0 when read from the cache), the cache; and as the text summary's line.
+nlohmann::json plan_json(const TunePlan& p);
+std::string plan_text(const TunePlan& p);
+
 }  // namespace corridorkey::cli

@@ -24,6 +24,8 @@
 #include "support/support.h"
 
 #include <algorithm>
+#include <sys/wait.h>
+#include <chrono>
 #include <cstdint>
 #include <cmath>
 #include <cstdlib>
@@ -704,3 +706,128 @@ TEST_CASE("a cached plan that says what this engine never writes is skipped with
   }
 }
 
+
+// ---- issue 38: cache-only, the folder layout, many writers, export / import ---------------
+
+TEST_CASE("tune cache-only uses a cached plan, else the flag rules, and never times", "[model][tune]") {
+  CacheFile cache;
+  // Nothing cached: the flag rules, no trial, nothing written.
+  OptimizedEngine none(tuned(TuneMode::CacheOnly));
+  CHECK(none.info().tune.origin == PlanOrigin::Off);
+  CHECK(none.info().tune.mode == TuneMode::CacheOnly);
+  CHECK(none.info().tune.trial_ms == 0);
+  CHECK_THAT(none.info().notes, Contains("tune cache-only: no plan cached") && Contains(cache.path));
+  CHECK_FALSE(fs::exists(cache.path));
+  // Once a plan is cached, cache-only reads it, even where a trial would now take seconds.
+  corridorkey::detail::inject_trial_delay("bfloat16", 400);
+  OptimizedEngine timed(tuned(TuneMode::Auto));
+  REQUIRE(timed.info().tune.origin == PlanOrigin::Trials);
+  corridorkey::detail::inject_trial_delay("", 0);
+  corridorkey::detail::inject_trial_delay("float32", 5000);
+  const auto t0 = std::chrono::steady_clock::now();
+  OptimizedEngine cached(tuned(TuneMode::CacheOnly));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(cached.info().tune.origin == PlanOrigin::Cache);
+  CHECK(cached.info().precision == timed.info().precision);
+  CHECK(s < 5.0);  // a float32 trial would have slept 5 s
+}
+
+TEST_CASE("a folder cache holds one file per plan, takes no lock, and reads an old tune.json", "[model][tune]") {
+  const auto dir = ck_test::temp_dir("tune_folder") / "plans";
+  const std::string folder = dir.string() + "/";
+  REQUIRE(corridorkey::detail::tune_cache_is_folder(folder));
+  REQUIRE(corridorkey::detail::tune_cache_is_folder(dir.string()));  // no .json: a folder too
+  REQUIRE_FALSE(corridorkey::detail::tune_cache_is_folder((dir / "x.json").string()));
+  std::string warning;
+  REQUIRE(corridorkey::detail::tune_cache_store(folder, stored_plan("key a"), warning));
+  REQUIRE(corridorkey::detail::tune_cache_store(folder, stored_plan("key b"), warning));
+  CHECK(warning.empty());
+  const auto names = names_in(dir);
+  REQUIRE(names.size() == 2);  // no lock file, no temporary file
+  for (const auto& n : names) CHECK_THAT(n, StartsWith("plan-") && Catch::Matchers::EndsWith(".json"));
+  CHECK_THAT(ck_test::read_file((dir / names[0]).string()), Contains("\"format\": \"corridorkey-engine tune plan\""));
+  CHECK(corridorkey::detail::tune_cache_load(folder, "key a", warning));
+  CHECK(corridorkey::detail::tune_cache_load(folder, "key b", warning));
+  CHECK_FALSE(corridorkey::detail::tune_cache_load(folder, "key c", warning));
+  // An old single-file cache copied into the folder is read, never written.
+  const std::string old = "{\"version\": 1, \"plans\": {\"old key\": {\"origin\": \"trials\", \"trial_ms\": 5, "
+                          "\"decisions\": []}}}\n";
+  { std::ofstream(dir / "tune.json") << old; }
+  CHECK(corridorkey::detail::tune_cache_load(folder, "old key", warning));
+  std::string error;
+  CHECK(corridorkey::detail::tune_cache_read_all(folder, error).size() == 3);
+  CHECK(error.empty());
+  REQUIRE(corridorkey::detail::tune_cache_store(folder, stored_plan("key d"), warning));
+  CHECK(ck_test::read_file((dir / "tune.json").string()) == old);
+  // A file at a plan's name that is not a plan file is left as it is.
+  const auto before = names_in(dir);
+  std::string b_file;
+  for (const auto& n : before)
+    if (ck_test::read_file((dir / n).string()).find("\"key b\"") != std::string::npos) b_file = n;
+  REQUIRE_FALSE(b_file.empty());
+  { std::ofstream(dir / b_file) << "notes\n"; }
+  warning.clear();
+  CHECK_FALSE(corridorkey::detail::tune_cache_load(folder, "key b", warning));
+  CHECK_THAT(warning, Contains(b_file) && Contains("left as it is"));
+  warning.clear();
+  CHECK_FALSE(corridorkey::detail::tune_cache_store(folder, stored_plan("key b"), warning));
+  CHECK(ck_test::read_file((dir / b_file).string()) == "notes\n");
+}
+
+TEST_CASE("eight processes writing plans to one folder at once leave every plan whole", "[model][tune]") {
+  const auto dir = ck_test::temp_dir("tune_writers") / "plans";
+  const std::string folder = dir.string() + "/";
+  constexpr int kWriters = 8, kPlans = 6;
+  std::vector<pid_t> kids;
+  for (int w = 0; w < kWriters; ++w) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int ok = 0;
+      for (int i = 0; i < kPlans; ++i) {
+        std::string warning;
+        ok += corridorkey::detail::tune_cache_store(folder, stored_plan("writer " + std::to_string(w) + " plan " +
+                                                                        std::to_string(i)), warning);
+        ok += corridorkey::detail::tune_cache_store(folder, stored_plan("one key for all"), warning);
+      }
+      ::_exit(ok == 2 * kPlans ? 0 : 1);
+    }
+    kids.push_back(pid);
+  }
+  for (const pid_t pid : kids) {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+  std::string error;
+  const auto all = corridorkey::detail::tune_cache_read_all(folder, error);
+  CHECK(error.empty());
+  CHECK(all.size() == static_cast<size_t>(kWriters * kPlans + 1));
+  for (int w = 0; w < kWriters; ++w)
+    for (int i = 0; i < kPlans; ++i) CHECK(all.count("writer " + std::to_string(w) + " plan " + std::to_string(i)));
+  // Only plan files: no temporary file left behind, no lock.
+  for (const auto& n : names_in(dir)) CHECK_THAT(n, StartsWith("plan-"));
+  CHECK(names_in(dir).size() == static_cast<size_t>(kWriters * kPlans + 1));
+}
+
+TEST_CASE("plans move between caches: export to a file, import into a folder", "[model][tune]") {
+  const auto dir = ck_test::temp_dir("tune_move");
+  const std::string from = (dir / "home" / "tune.json").string(), file = (dir / "export.json").string(),
+                    to = (dir / "share").string() + "/";
+  std::string warning;
+  REQUIRE(corridorkey::detail::tune_cache_store(from, stored_plan("a"), warning));
+  REQUIRE(corridorkey::detail::tune_cache_store(from, stored_plan("b"), warning));
+  CHECK(copy_tune_plans(from, file) == 2);
+  CHECK(copy_tune_plans(file, to) == 2);
+  std::string error;
+  const auto got = corridorkey::detail::tune_cache_read_all(to, error);
+  CHECK(error.empty());
+  CHECK(got.size() == 2);
+  CHECK(got.at("a").decisions.size() == 1);
+  CHECK(got.at("a").origin == PlanOrigin::Cache);
+  // A missing source, or a destination file that is not a cache, is an error naming it.
+  CHECK_THROWS_WITH(copy_tune_plans((dir / "none.json").string(), to), Contains("none.json"));
+  { std::ofstream(dir / "notes.json") << "notes\n"; }
+  CHECK_THROWS_WITH(copy_tune_plans(from, (dir / "notes.json").string()), Contains("notes.json"));
+  CHECK(ck_test::read_file((dir / "notes.json").string()) == "notes\n");
+}

@@ -89,4 +89,62 @@ cmp -s "$work/a.yaml" "$work/b.yaml" || fail "the profile did not load back the 
 printf 'engine: optimized\nwinograd_conv: true\n' > "$work/part.yaml"
 "$cli" profiles show "$work/part.yaml" > /dev/null 2> "$work/part.err" || fail "partial profile"
 grep -q "sets 2 of the [0-9]* profile fields" "$work/part.err" || fail "no warning for a partial profile: $(cat "$work/part.err")"
+# 8. (issue 38) A folder cache for a farm: one file per plan, no lock; plans exported and
+#    imported between caches; cache-only never times; the trials' cost in the NDJSON
+#    events and the text summary; `job plan` says whether a node has its plan, and what missed.
+share="$work/share/plans/"
+tune --img-size 128 --tune-cache "$share" > "$work/f1.txt" 2>&1 || fail "tune into a folder: $(cat "$work/f1.txt")"
+grep -q "plan: timed now" "$work/f1.txt" || fail "folder tune did not time: $(cat "$work/f1.txt")"
+[ "$(ls -A "$share" | grep -c '^plan-[0-9a-f]*\.json$')" = 1 ] && [ "$(ls -A "$share" | wc -l)" = 1 ] \
+  || fail "the folder holds more than one plan file: $(ls -A "$share")"
+tune --img-size 128 --tune-cache "$share" > "$work/f2.txt" 2>&1 || fail "tune again from the folder"
+grep -q "plan: read from the cache" "$work/f2.txt" || fail "the folder's plan was not read: $(cat "$work/f2.txt")"
+"$cli" tune --export "$work/exported.json" --tune-cache "$share" > "$work/ex.txt" 2>&1 \
+  && grep -q "^1 plan(s) copied" "$work/ex.txt" || fail "tune --export: $(cat "$work/ex.txt")"
+"$cli" tune --import "$work/exported.json" --tune-cache "$work/share/other/" > "$work/im.txt" 2>&1 \
+  && grep -q "^1 plan(s) copied" "$work/im.txt" || fail "tune --import: $(cat "$work/im.txt")"
+tune --img-size 128 --tune-cache "$work/share/other/" > "$work/f3.txt" 2>&1 || fail "tune on the imported cache"
+grep -q "plan: read from the cache" "$work/f3.txt" || fail "the imported plan was not used: $(cat "$work/f3.txt")"
+#    inference: trials in the job_started event and the summary, then the cached plan
+"$cli" job plan "$work/job/job.yaml" > /dev/null 2>&1  # (the clip of section 5)
+key() { "$cli" inference "$work/job/clips/shot" --checkpoint "$fx/tiny256.pth" --device cpu --img-size 160 \
+          --profile optimized --tune-cache "$work/share/runs/" "$@"; }
+key --json > "$work/run1.ndjson" 2> "$work/run1.err" || fail "inference, empty folder cache: $(cat "$work/run1.err")"
+"$py" - "$work/run1.ndjson" trials <<'PY' || fail "trial cost not reported: $(cat "$work/run1.ndjson")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+start = [e for e in ev if e["event"] == "job_started"][0]
+summary = [e for e in ev if e["event"] == "summary"][0]
+assert start["plan"]["origin"] == sys.argv[2] and start["plan"]["trial_ms"] > 0, start
+assert summary["plan"]["origin"] == sys.argv[2] and summary["plan"]["trial_ms"] == start["plan"]["trial_ms"], summary
+PY
+key 2> "$work/run2.err" > /dev/null || fail "inference, cached: $(cat "$work/run2.err")"
+grep -q "^plan: read from the cache .*share/runs/ (no trials)" "$work/run2.err" || fail "summary line: $(cat "$work/run2.err")"
+#    cache-only: with no plan, the flag rules and no trial (a 2048 plan would take minutes)
+"$cli" inference "$work/job/clips/shot" --checkpoint "$fx/tiny256.pth" --device cpu --img-size 192 --profile optimized \
+  --tune cache-only --tune-cache "$work/share/empty/" --json > "$work/co.ndjson" 2> "$work/co.err" \
+  || fail "cache-only: $(cat "$work/co.err")"
+grep -q "tune cache-only: no plan cached" "$work/co.err" || fail "cache-only said nothing: $(cat "$work/co.err")"
+"$py" -c "
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1])][-1]
+assert s['event'] == 'summary' and s['plan']['origin'] == 'off' and s['plan']['trial_ms'] == 0, s" "$work/co.ndjson" \
+  || fail "cache-only timed: $(tail -1 "$work/co.ndjson")"
+[ ! -e "$work/share/empty" ] || [ -z "$(ls -A "$work/share/empty")" ] || fail "cache-only wrote a plan"
+#    job plan: the job's tune_cache (relative to the job file) and whether it has the plan
+sed "s|^device: cpu|device: cpu\ntune_cache: farm-plans/|" "$work/job/job.yaml" > "$work/job/farm.yaml"
+"$cli" job plan "$work/job/farm.yaml" > "$work/jp1.txt" 2>&1 || fail "job plan (farm): $(cat "$work/jp1.txt")"
+grep -q "^plan cache: $work/job/farm-plans/ holds no plan" "$work/jp1.txt" || fail "job plan, empty cache: $(cat "$work/jp1.txt")"
+#    (job plan timed the plan for the precision; now it is there)
+"$cli" job plan "$work/job/farm.yaml" > "$work/jp2.txt" 2>&1 || fail "job plan again"
+grep -q "^plan cache: $work/job/farm-plans/ has the plan" "$work/jp2.txt" || fail "job plan, cached: $(cat "$work/jp2.txt")"
+sed "s|^device: cpu|device: cpu\nthreads: 1|" "$work/job/farm.yaml" > "$work/job/farm1.yaml"
+"$cli" job plan "$work/job/farm1.yaml" > "$work/jp3.txt" 2>&1 || fail "job plan, one thread"
+grep -q "^  threads 1 (cached: threads [0-9]*)" "$work/jp3.txt" || [ "$(nproc)" = 1 ] \
+  || fail "job plan does not name the part that missed: $(cat "$work/jp3.txt")"
+"$cli" job export "$work/job/farm.yaml" --to slurm -o "$work/job/farm.sbatch" || fail "export slurm (farm)"
+grep -q -- "--tune-cache '$work/job/farm-plans/'" "$work/job/farm.sbatch" || fail "slurm export lacks the cache: $(cat "$work/job/farm.sbatch")"
+"$cli" job export "$work/job/farm.yaml" --to openjd -o "$work/job/farm.openjd.yaml" || fail "export openjd (farm)"
+grep -q -- "\"--tune-cache\", \"$work/job/farm-plans/\"" "$work/job/farm.openjd.yaml" \
+  || fail "openjd export lacks the cache: $(cat "$work/job/farm.openjd.yaml")"
 echo "cli tune: ok"

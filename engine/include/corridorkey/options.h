@@ -35,8 +35,9 @@ enum class Precision { Float32, Float16, BFloat16, Auto };
 enum class AutoSwitch { Off, On, Auto };
 /// The measured plan (tune.h): Off (today's flag rules, no trials), Auto (trials on first
 /// use of a machine + configuration, cached per user), Refresh (trials again, cache
-/// rewritten).
-enum class TuneMode { Off, Auto, Refresh };
+/// rewritten), CacheOnly (a cached plan where there is one, else the flag rules; never
+/// times anything: a farm task that must not spend its first minutes on trials).
+enum class TuneMode { Off, Auto, Refresh, CacheOnly };
 /// When the device runs out of memory on a frame: Fail it, or Degrade (retry it with the
 /// tiled refiner and cache clearing, then in a half precision; the run stays degraded).
 enum class OnOom { Fail, Degrade };
@@ -53,7 +54,7 @@ CORRIDORKEY_API const char* to_string(CompileMode m);  // "none" | "default" | .
 CORRIDORKEY_API const char* to_string(EngineKind k);   // "original" | "optimized"
 CORRIDORKEY_API const char* to_string(OnOom o);        // "fail" | "degrade"
 CORRIDORKEY_API const char* to_string(AutoSwitch s);   // "false" | "true" | "auto"
-CORRIDORKEY_API const char* to_string(TuneMode t);     // "off" | "auto" | "refresh"
+CORRIDORKEY_API const char* to_string(TuneMode t);     // "off" | "auto" | "refresh" | "cache-only"
 
 /// The backing's colour. A plate whose backing is not the one the model was trained on is
 /// keyed with green and blue swapped before the model and after it; Auto estimates it per
@@ -123,6 +124,10 @@ struct ModelOptions {
   /// memory allows both) on this machine, cached per user (tune.h). An explicit value of
   /// those fields always wins over the plan.
   TuneMode tune = TuneMode::Off;
+  /// Where plans are cached: a folder (one file per plan, written without a lock, for a
+  /// farm's shared filesystem) or a single .json file; empty: CORRIDORKEY_TUNE_CACHE, else
+  /// ~/.cache/corridorkey-engine/tune.json (tune.h). Not part of the key.
+  std::string tune_cache;
   bool token_routing = false;
   double edge_threshold_low = 0.02;
   double edge_threshold_high = 0.98;
@@ -226,7 +231,7 @@ CORRIDORKEY_API EngineSettings default_engine_settings();
 ///   ModelOptions:   checkpoint, random_weights_arch, random_weights_seed, model_screen,
 ///                   checkpoint_blue, device, mmap, model_precision, mixed_precision,
 ///                   channels_last, fused_decoder, flash_attention, native_attention,
-///                   token_chunk, tune, token_routing, edge_threshold_low,
+///                   token_chunk, tune, tune_cache, token_routing, edge_threshold_low,
 ///                   edge_threshold_high, min_edge_tokens; process-wide: threads, tf32,
 ///                   disable_cudnn_benchmark, host_block_cache, track_host_memory
 ///   EngineSettings: engine (engine_kind), profile, img_size, backbone_size, backbone_percent,

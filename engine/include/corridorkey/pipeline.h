@@ -30,6 +30,7 @@
 #pragma once
 
 #include <corridorkey/export.h>
+#include <corridorkey/tune.h>
 #include <corridorkey/engine.h>
 #include <corridorkey/options.h>
 
@@ -50,6 +51,11 @@ struct PipelineEvent {
   std::string checkpoint, screen;
   int frames_done = 0, frames_total = 0;
   StageTimings timings;  // frame_done: this frame's read .. write times
+  /// job_started: where the engine's measured plan came from and what its trials cost in
+  /// this process (0 when it was read from the cache or tune is off; the trials run while
+  /// the model loads, before the job's wall time starts).
+  PlanOrigin plan_origin = PlanOrigin::Off;
+  double trial_ms = 0;
 };
 CORRIDORKEY_API const char* to_string(PipelineEvent::Kind k);
 

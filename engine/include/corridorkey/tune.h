@@ -83,8 +83,9 @@ struct CORRIDORKEY_API TunePlan {
   std::string summary() const;
 };
 
-/// The per-user cache file: $CORRIDORKEY_TUNE_CACHE, else $XDG_CACHE_HOME/corridorkey-engine/
-/// tune.json, else ~/.cache/corridorkey-engine/tune.json; empty when neither variable is set
+/// The default cache (ModelOptions::tune_cache overrides it): $CORRIDORKEY_TUNE_CACHE (a
+/// folder, one file per plan with no lock, or a .json file: tune_cache.h), else
+/// $XDG_CACHE_HOME/corridorkey-engine/tune.json, else ~/.cache/corridorkey-engine/tune.json; empty when neither variable is set
 /// (no fixed name in a shared /tmp: plans then stay in the process's memory). The file is
 /// replaced only when it is a regular, writable file in this engine's format (or missing):
 /// a symbolic link, a read-only file or any other file there is left untouched, with one
@@ -92,8 +93,32 @@ struct CORRIDORKEY_API TunePlan {
 CORRIDORKEY_API std::string tune_cache_path();
 
 /// The cached plans (key, one-line summary), for `info` and `profiles show`. A missing file
-/// is an empty list; a corrupt one is one entry saying so.
+/// is an empty list; a corrupt one is one entry saying so. The second form reads the cache
+/// at `path` (ModelOptions::tune_cache: a folder or a .json file).
 CORRIDORKEY_API std::vector<std::pair<std::string, std::string>> tune_cache_entries();
+CORRIDORKEY_API std::vector<std::pair<std::string, std::string>> tune_cache_entries(const std::string& path);
+
+/// Copies every plan of the cache at `from` into the cache at `to` (each a folder or a .json
+/// file; `tune --export` / `--import`), keys unchanged: a plan is used only where its key
+/// (CPU identity, threads, LibTorch, engine version, model and size) matches. Returns how
+/// many were stored. IoError when `from` holds no readable cache, or a plan cannot be
+/// written to `to` (a file there that is not a cache is left as it is).
+CORRIDORKEY_API int copy_tune_plans(const std::string& from, const std::string& to);
+
+/// Whether this machine's cache holds the plan a job's options would use (`job plan`).
+struct PlanCacheStatus {
+  std::string cache;   // the cache read (tune_cache, or the default)
+  std::string key;     // the plan key on this machine
+  bool cached = false;
+  /// Without a plan: the cached key nearest to it, and its parts that differ, as
+  /// "threads 2 (cached: threads 4)"; empty when the cache is empty.
+  std::string nearest;
+  std::vector<std::string> differs;
+};
+/// Reads the checkpoint (mapped where it can) for its architecture, to make the key; times
+/// nothing.
+/// Meaningful for a CPU job with tune on (plans are made on CPUs only).
+CORRIDORKEY_API PlanCacheStatus plan_cache_status(const ModelOptions& model, const EngineSettings& engine);
 
 /// The precision every chunk of a job should run (for a job's model options and its engine
 /// settings, which the plan is timed for), and how it was decided: the explicit

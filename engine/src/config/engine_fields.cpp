@@ -149,9 +149,16 @@ std::vector<Field<O>> rows() {
       "processes that outlive one job: a file replaced under a mapping is SIGBUS)")));
   r.push_back(choice_row<O, TuneMode>(
       "tune", P, &O::tune,
-      {{"off", TuneMode::Off}, {"auto", TuneMode::Auto}, {"refresh", TuneMode::Refresh}},
+      {{"off", TuneMode::Off}, {"auto", TuneMode::Auto}, {"refresh", TuneMode::Refresh},
+       {"cache-only", TuneMode::CacheOnly}},
       "measured plan: off (flag rules), auto (timed trials on first use of this machine and "
-      "configuration, cached in CORRIDORKEY_TUNE_CACHE or ~/.cache), refresh (trials again)"));
+      "configuration, cached in tune_cache), refresh (trials again), cache-only (a cached plan "
+      "or the flag rules; never times)"));
+  r.push_back(outside_model_key(text_row<O>(
+      "tune_cache", R, &O::tune_cache,
+      "where measured plans are cached: a folder (one file per plan, no lock: for a shared "
+      "filesystem) or a .json file (empty: CORRIDORKEY_TUNE_CACHE or ~/.cache)",
+      "a folder or .json file path")));
   r.push_back(backbone_row());
   r.push_back(text_row<O>("checkpoint", R, &O::checkpoint,
                           ".safetensors, .pth or TorchScript file, or a folder holding one "

@@ -36,6 +36,7 @@ const char* to_string(TuneMode t) {
     case TuneMode::Off: return "off";
     case TuneMode::Auto: return "auto";
     case TuneMode::Refresh: return "refresh";
+    case TuneMode::CacheOnly: return "cache-only";
   }
   return "?";
 }

@@ -148,6 +148,12 @@ JobSpec load_job(const std::string& path) {
   if (!job.engine.checkpoint.empty()) job.engine.checkpoint = resolve(base, job.engine.checkpoint);
   if (!job.engine.checkpoint_blue.empty())
     job.engine.checkpoint_blue = resolve(base, job.engine.checkpoint_blue);
+  // Relative to the job file, like the checkpoints: every task resolves it the same way.
+  if (!job.engine.tune_cache.empty()) {
+    const bool folder = job.engine.tune_cache.back() == '/';
+    job.engine.tune_cache = resolve(base, job.engine.tune_cache);
+    if (folder && job.engine.tune_cache.back() != '/') job.engine.tune_cache += '/';
+  }
   CK_CHECK(!job.clips.empty() || !job.clips_root.empty(), ConfigError, f,
            ": no 'clips' and no 'clips_root': nothing to key");
   validate_profile(job.engine, f + ": overrides");

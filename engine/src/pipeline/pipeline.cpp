@@ -56,6 +56,11 @@ CORRIDORKEY_NAMESPACE_END
 namespace corridorkey::pipeline {
 namespace {
 
+/// What the plan's trials cost in this process: nothing for a plan read from the cache.
+double trials_this_run(const TunePlan& p) {
+  return p.origin == PlanOrigin::Trials || p.origin == PlanOrigin::Memory ? p.trial_ms : 0;
+}
+
 using timing::Clock;
 using timing::ms_since;
 
@@ -89,8 +94,14 @@ class Pipeline {
     assign_models();  // may load the blue-screen model: before any folder is made
     make_output_folders(plan_, job_);
     make_tasks();
-    emit(PipelineEvent::Kind::JobStarted, "", "", "",
-         impl_.info.checkpoint + " on " + impl_.info.device);
+    {
+      PipelineEvent e;
+      e.kind = PipelineEvent::Kind::JobStarted;
+      e.message = impl_.info.checkpoint + " on " + impl_.info.device;
+      e.plan_origin = impl_.info.tune.origin;
+      e.trial_ms = trials_this_run(impl_.info.tune);
+      emit(e);
+    }
     for (const auto& p : plan_.clips) {
       PipelineEvent e;
       e.kind = PipelineEvent::Kind::ClipStarted;

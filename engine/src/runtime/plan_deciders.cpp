@@ -30,6 +30,11 @@ Precision precision_of(TuneChoice c) {
   return c == TuneChoice::BFloat16 ? Precision::BFloat16 : c == TuneChoice::Float16 ? Precision::Float16 : Precision::Float32;
 }
 
+/// The engine's attention kernel over SDPA only when faster by the plan's margin: the two
+/// agree within rounding, and a kernel that wins by a few percent in one trial (a shared
+/// machine's noise) would otherwise flip from plan to plan.
+bool kernel_wins(double native, double sdpa) { return native < (1.0 - kPlanMargin) * sdpa; }
+
 TuneChoice switch_choice(AutoSwitch s) { return s == AutoSwitch::On ? TuneChoice::True : TuneChoice::False; }
 
 /// What is open to the plan, from the options and the facts.
@@ -93,7 +98,7 @@ class Deciders {
                               std::pair{TuneOption::NativeAttentionStage4, BlockAt::Global4}}) {
       const double sdpa = t_.block(at, TrialType::BFloat16, false, false);
       const double nat = t_.block(at, TrialType::BFloat16, true, false);
-      const bool use = nat < sdpa;
+      const bool use = kernel_wins(nat, sdpa);
       out.push_back({option, choice_of(use), DecisionSource::Plan, "", {{"native", nat}, {"sdpa", sdpa}}});
       if (at == BlockAt::Global3) {
         best3 = std::min(nat, sdpa);
@@ -138,7 +143,7 @@ class Deciders {
           } else if (!bf16 && open_.native_f32 && f_.has_global) {
             const double sdpa = t_.block(BlockAt::Global3, type, false, false);
             const double nat = t_.block(BlockAt::Global3, type, true, false);
-            native32_3_ = nat < sdpa;
+            native32_3_ = kernel_wins(nat, sdpa);
             blk3 = std::min(nat, sdpa);
           } else if (f_.has_global) {
             blk3 = t_.block(BlockAt::Global3, type, false, false);
@@ -189,7 +194,7 @@ class Deciders {
       if (!f_.stage_present[static_cast<size_t>(i)]) continue;
       const double sdpa = t_.attention(i, false);
       const double nat = t_.attention(i, true);
-      out.push_back({native_attention_stage(i + 1), choice_of(nat < sdpa), DecisionSource::Plan, "",
+      out.push_back({native_attention_stage(i + 1), choice_of(kernel_wins(nat, sdpa)), DecisionSource::Plan, "",
                      {{"native", nat}, {"sdpa", sdpa}}});
     }
   }

@@ -4,6 +4,7 @@
 
 #include "model/json_reader.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -238,6 +239,13 @@ constexpr const char* kFormatName = "corridorkey-engine tune cache";
 
 constexpr size_t kMaxCacheBytes = size_t{8} << 20;
 
+/// What is at `path`, links not followed (not_found when nothing).
+std::filesystem::file_type type_at(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::symlink_status(path, ec);
+  return ec ? std::filesystem::file_type::not_found : st.type();
+}
+
 /// The file's text: opened non-blocking and without following a final symbolic link, and
 /// checked to be a regular file of at most 8 MiB before a byte is read (a FIFO hung `tune`
 /// and `info`; /dev/zero would read forever; a link planted at the cache path must not lead
@@ -385,13 +393,9 @@ std::string refusal(const FileState& st) {
 
 }  // namespace
 
-std::optional<TunePlan> tune_cache_load(const std::string& key, std::string& warning) {
-  const auto path = tune_cache_path();
-  {
-    std::lock_guard<std::mutex> l(g_m);
-    if (auto it = g_memory.find(path + "\n" + key); it != g_memory.end()) return it->second;
-  }
-  if (path.empty()) return std::nullopt;  // no cache folder: said once, when a plan is stored
+namespace {
+
+std::optional<TunePlan> file_load(const std::string& path, const std::string& key, std::string& warning) {
   auto st = read_file(path);
   if (!st.error.empty()) {
     warning = "tune cache " + path + (st.ours || st.error.rfind("is ", 0) == 0 || st.error.rfind("cannot", 0) == 0
@@ -406,54 +410,16 @@ std::optional<TunePlan> tune_cache_load(const std::string& key, std::string& war
   return std::nullopt;
 }
 
-bool tune_cache_store(const TunePlan& plan, std::string& warning) {
-  namespace fs = std::filesystem;
-  const auto path = tune_cache_path();
-  auto fail = [&](const std::string& why) {
-    bool first = false;
-    {
-      std::lock_guard<std::mutex> l(g_m);
-      g_memory[path + "\n" + plan.key] = plan;
-      first = g_warned_unwritable.insert(path).second;
-    }
-    if (first)
-      warning = (path.empty() ? std::string("tune cache: ") : "tune cache " + path + " cannot be written (") + why +
-                (path.empty() ? "" : ")") +
-                ": plans are kept in memory for this process (set CORRIDORKEY_TUNE_CACHE "
-                "to a writable file, or run `corridorkey-engine tune` where it is writable)";
-    return false;
-  };
-  if (path.empty())
-    return fail("no cache folder (neither XDG_CACHE_HOME nor HOME is set, and no "
-                "CORRIDORKEY_TUNE_CACHE)");
+/// Writes `text` to `path` through a fresh temporary name in `folder` (mkstemp: never a file
+/// or link someone else made), synced, then renamed over it (the rename replaces a link
+/// planted meanwhile, never its target). The file replaced (`st`) keeps its owner, group and
+/// permission bits. "" when written, else why not.
+std::string replace_file(const std::string& path, const std::filesystem::path& folder, const std::string& text,
+                         const FileState& st) {
   std::error_code ec;
-  const auto dir = fs::path(path).parent_path();
-  if (!dir.empty()) fs::create_directories(dir, ec);
-  if (ec) return fail(ec.message());
-  // Checked before any lock or temporary file is made beside it (it left /dev/full.lock).
-  if (const auto why = refusal(read_file(path)); !why.empty()) return fail(why);
-  const fs::path folder = dir.empty() ? fs::path(".") : dir;
-  FileLock lock(lock_path(folder));
-  const auto st = read_file(path);  // under the lock: another process's plans are kept
-  if (const auto why = refusal(st); !why.empty()) return fail(why);
-  std::ostringstream out;
-  out.imbue(std::locale::classic());  // numbers in every locale
-  out << "{\"format\": " << json::quote(kFormatName) << ", \"version\": " << kCacheVersion
-      << ", \"plans\": {\n";
-  bool first = true;
-  for (const auto& [k, text] : st.raw) {
-    if (k == plan.key) continue;
-    out << (first ? "" : ",\n") << "  " << json::quote(k) << ": " << text;
-    first = false;
-  }
-  out << (first ? "" : ",\n") << "  " << json::quote(plan.key) << ": " << plan_json(plan) << "\n}}\n";
-  // A fresh, exclusive temp name (mkstemp: never a file or link someone else made), written,
-  // synced, then renamed over the cache (the rename replaces a link planted meanwhile, never
-  // its target).
   std::string tmp = temp_template(folder);
   const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return fail(std::strerror(errno));
-  const auto text = out.str();
+  if (fd < 0) return std::strerror(errno);
   size_t put = 0;
   while (put < text.size()) {
     const ssize_t n = ::write(fd, text.data() + put, text.size() - put);
@@ -473,38 +439,254 @@ bool tune_cache_store(const TunePlan& plan, std::string& warning) {
     const std::string why = !owner_kept ? "it belongs to user " + std::to_string(st.uid) +
                                               ", whose ownership this process cannot keep; it is left as it is"
                             : written ? std::strerror(errno) : "write failed";
-    fs::remove(tmp, ec);
-    return fail(why);
+    std::filesystem::remove(tmp, ec);
+    return why;
   }
-  {
-    std::lock_guard<std::mutex> l(g_m);
-    g_memory.erase(path + "\n" + plan.key);  // the file holds it now
-  }
-  return true;
+  return "";
 }
 
-std::map<std::string, TunePlan> tune_cache_read_all(std::string& error) {
-  if (tune_cache_path().empty()) return {};
-  auto st = read_file(tune_cache_path());
+/// Stores into a single-file cache, under the folder's flock; "" when stored, else why not.
+std::string file_store(const std::string& path, const TunePlan& plan) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto dir = fs::path(path).parent_path();
+  if (!dir.empty()) fs::create_directories(dir, ec);
+  if (ec) return ec.message();
+  // Checked before any lock or temporary file is made beside it (it left /dev/full.lock).
+  if (const auto why = refusal(read_file(path)); !why.empty()) return why;
+  const fs::path folder = dir.empty() ? fs::path(".") : dir;
+  FileLock lock(lock_path(folder));
+  const auto st = read_file(path);  // under the lock: another process's plans are kept
+  if (const auto why = refusal(st); !why.empty()) return why;
+  std::ostringstream out;
+  out.imbue(std::locale::classic());  // numbers in every locale
+  out << "{\"format\": " << json::quote(kFormatName) << ", \"version\": " << kCacheVersion
+      << ", \"plans\": {\n";
+  bool first = true;
+  for (const auto& [k, text] : st.raw) {
+    if (k == plan.key) continue;
+    out << (first ? "" : ",\n") << "  " << json::quote(k) << ": " << text;
+    first = false;
+  }
+  out << (first ? "" : ",\n") << "  " << json::quote(plan.key) << ": " << plan_json(plan) << "\n}}\n";
+  return replace_file(path, folder, out.str(), st);
+}
+
+// ---- the folder layout: one file per plan ------------------------------------------------
+// <folder>/plan-<16 hex digits>.json holds one plan and its whole key. Each is written to a
+// temporary name in the folder and renamed into place, so writers on many nodes at once
+// need no lock (flock fails silently on NFS mounted `nolock`): every file is whole, and of
+// two writers of one key the last rename wins with an equally valid plan.
+
+constexpr const char* kPlanFormatName = "corridorkey-engine tune plan";
+
+/// FNV-1a, 64 bits: a plan key's file name (the key itself is in the file and compared).
+std::string plan_file_name(const std::string& key) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  char b[32];
+  std::snprintf(b, sizeof b, "plan-%016llx.json", static_cast<unsigned long long>(h));
+  return b;
+}
+
+bool is_plan_file_name(const std::string& n) {
+  return n.size() == 26 && n.rfind("plan-", 0) == 0 && n.compare(21, 5, ".json") == 0;
+}
+
+/// One plan file: its state (as read_file's, for the refusal rules) and the plan.
+FileState read_plan_file(const std::string& path, const std::string* want_key) {
+  FileState st;
+  const std::string text = read_text(path, st);
+  if (!st.error.empty() || !st.exists) return st;
+  try {
+    const auto root = json::parse(text, path, {"tune plan", kMaxCacheBytes});
+    CK_CHECK(root.kind == json::Value::Kind::Object, ModelError, path, ": not a JSON object");
+    std::set<std::string> top;
+    bool only_ours = true;
+    for (const auto& k : root.keys)
+      only_ours = only_ours && (k == "format" || k == "version" || k == "key" || k == "plan") && top.insert(k).second;
+    st.ours = only_ours && text_of(root.find("format")) == kPlanFormatName;
+    CK_CHECK(st.ours, ModelError, path, ": not a plan file of this engine (no \"format\": \"", kPlanFormatName,
+             "\")");
+    const auto* v = root.find("version");
+    if (v && v->kind == json::Value::Kind::Int && v->i > kCacheVersion) {
+      st.newer = true;
+      st.error = "is from a newer engine (plan version " + std::to_string(v->i) + "), left as it is";
+      return st;
+    }
+    const std::string key = text_of(root.find("key"));
+    CK_CHECK(!key.empty() && root.find("plan"), ModelError, path, ": no \"key\" and \"plan\"");
+    if (want_key && key != *want_key) return st;  // another key of the same hash: no plan here
+    auto p = plan_from(*root.find("plan"), key, path);
+    st.raw.emplace_back(key, plan_json(p));
+    st.plans.emplace(key, std::move(p));
+  } catch (const std::exception& e) {
+    st.error = e.what();
+    st.raw.clear();
+    st.plans.clear();
+  }
+  return st;
+}
+
+std::string folder_store(const std::string& folder, const TunePlan& plan) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) return ec.message();
+  if (!fs::is_directory(folder, ec)) return "is not a folder";
+  const std::string path = (fs::path(folder) / plan_file_name(plan.key)).string();
+  const auto st = read_plan_file(path, nullptr);
+  if (const auto why = refusal(st); !why.empty()) return why;
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  out << "{\"format\": " << json::quote(kPlanFormatName) << ", \"version\": " << kCacheVersion
+      << ", \"key\": " << json::quote(plan.key) << ",\n \"plan\": " << plan_json(plan) << "}\n";
+  return replace_file(path, folder, out.str(), st);
+}
+
+/// The old single-file cache a folder may hold (a tune.json copied onto the share): read,
+/// never written.
+std::string legacy_in(const std::string& folder) { return (std::filesystem::path(folder) / "tune.json").string(); }
+
+std::optional<TunePlan> folder_load(const std::string& folder, const std::string& key, std::string& warning) {
+  const std::string path = (std::filesystem::path(folder) / plan_file_name(key)).string();
+  const auto st = read_plan_file(path, &key);
+  if (!st.error.empty()) {
+    warning = "tune cache " + path + " is not usable (" + json::printable(st.error) +
+              "): the plan is timed again and the file is left as it is";
+    return std::nullopt;
+  }
+  if (auto it = st.plans.find(key); it != st.plans.end()) return it->second;
+  if (type_at(legacy_in(folder)) == std::filesystem::file_type::regular) return file_load(legacy_in(folder), key, warning);
+  return std::nullopt;
+}
+
+std::map<std::string, TunePlan> folder_read_all(const std::string& folder, std::string& error) {
+  namespace fs = std::filesystem;
+  std::map<std::string, TunePlan> all;
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) return all;
+  if (type_at(legacy_in(folder)) == fs::file_type::regular) {
+    auto st = read_file(legacy_in(folder));
+    if (!st.error.empty()) error = legacy_in(folder) + " " + st.error;
+    all = std::move(st.plans);
+  }
+  std::vector<std::string> names;
+  for (fs::directory_iterator it(folder, ec), e; !ec && it != e; it.increment(ec))
+    if (is_plan_file_name(it->path().filename().string())) names.push_back(it->path().string());
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) {
+    auto st = read_plan_file(n, nullptr);
+    if (!st.error.empty()) {
+      error += (error.empty() ? "" : "; ") + n + ": " + st.error;
+      continue;
+    }
+    for (auto& [k, p] : st.plans) all[k] = std::move(p);  // a plan file wins over the old file
+  }
+  return all;
+}
+
+}  // namespace
+
+bool tune_cache_is_folder(const std::string& path) {
+  if (path.empty()) return false;
+  std::error_code ec;
+  // A folder may be reached through a link (a share mounted elsewhere): the user named it.
+  // The plan files in it are never followed (read_text opens them O_NOFOLLOW).
+  if (std::filesystem::is_directory(path, ec)) return true;
+  const auto t = type_at(path);
+  if (t == std::filesystem::file_type::directory) return true;
+  if (t != std::filesystem::file_type::not_found) return false;  // a file (or a link): as a file
+  const bool slash = path.back() == '/';
+  const bool json_name = path.size() > 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  return slash || !json_name;
+}
+
+std::string tune_cache_resolve(const std::string& configured) {
+  return configured.empty() ? tune_cache_path() : configured;
+}
+
+std::optional<TunePlan> tune_cache_load(const std::string& path, const std::string& key, std::string& warning) {
+  {
+    std::lock_guard<std::mutex> l(g_m);
+    if (auto it = g_memory.find(path + "\n" + key); it != g_memory.end()) return it->second;
+  }
+  if (path.empty()) return std::nullopt;  // no cache folder: said once, when a plan is stored
+  return tune_cache_is_folder(path) ? folder_load(path, key, warning) : file_load(path, key, warning);
+}
+
+bool tune_cache_store(const std::string& path, const TunePlan& plan, std::string& warning) {
+  const std::string why =
+      path.empty() ? "no cache folder (neither XDG_CACHE_HOME nor HOME is set, and no CORRIDORKEY_TUNE_CACHE)"
+                   : tune_cache_is_folder(path) ? folder_store(path, plan) : file_store(path, plan);
+  std::lock_guard<std::mutex> l(g_m);
+  if (why.empty()) {
+    g_memory.erase(path + "\n" + plan.key);  // the cache holds it now
+    return true;
+  }
+  g_memory[path + "\n" + plan.key] = plan;
+  if (g_warned_unwritable.insert(path).second)
+    warning = (path.empty() ? std::string("tune cache: ") : "tune cache " + path + " cannot be written (") + why +
+              (path.empty() ? "" : ")") +
+              ": plans are kept in memory for this process (set tune_cache or CORRIDORKEY_TUNE_CACHE to a "
+              "writable folder or file, or run `corridorkey-engine tune` where it is writable)";
+  return false;
+}
+
+std::map<std::string, TunePlan> tune_cache_read_all(const std::string& path, std::string& error) {
+  if (path.empty()) return {};
+  if (tune_cache_is_folder(path)) return folder_read_all(path, error);
+  auto st = read_file(path);
   error = st.error;
   return st.plans;
+}
+
+std::optional<TunePlan> tune_cache_load(const std::string& key, std::string& warning) {
+  return tune_cache_load(tune_cache_path(), key, warning);
+}
+bool tune_cache_store(const TunePlan& plan, std::string& warning) {
+  return tune_cache_store(tune_cache_path(), plan, warning);
+}
+std::map<std::string, TunePlan> tune_cache_read_all(std::string& error) {
+  return tune_cache_read_all(tune_cache_path(), error);
 }
 
 }  // namespace corridorkey::detail
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-std::vector<std::pair<std::string, std::string>> tune_cache_entries() {
-  const auto path = tune_cache_path();
+std::vector<std::pair<std::string, std::string>> tune_cache_entries(const std::string& path) {
   std::string error;
-  const auto plans = detail::tune_cache_read_all(error);
+  const auto plans = detail::tune_cache_read_all(path, error);
   std::vector<std::pair<std::string, std::string>> out;
-  if (!error.empty()) {
-    out.emplace_back(path, "corrupt: " + error);
+  if (!error.empty() && plans.empty()) {
+    out.emplace_back(path, "not usable: " + error);
     return out;
   }
   for (const auto& [k, p] : plans) out.emplace_back(k, p.summary());
+  if (!error.empty()) out.emplace_back(path, "entries not usable: " + error);
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> tune_cache_entries() { return tune_cache_entries(tune_cache_path()); }
+
+int copy_tune_plans(const std::string& from, const std::string& to) {
+  CK_CHECK(!from.empty() && !to.empty(), ConfigError, "tune plans: no cache to copy ",
+           from.empty() ? "from" : "to", " (set CORRIDORKEY_TUNE_CACHE or --tune-cache)");
+  std::error_code ec;
+  CK_CHECK(std::filesystem::exists(from, ec), IoError, from, ": no such plan cache");
+  std::string error;
+  const auto plans = detail::tune_cache_read_all(from, error);
+  CK_CHECK(error.empty() || !plans.empty(), IoError, from, ": not a plan cache that can be read: ", error);
+  int stored = 0;
+  for (const auto& [k, p] : plans) {
+    TunePlan q = p;
+    q.origin = PlanOrigin::Trials;  // stored as the trials' plan it was
+    std::string warning;
+    CK_CHECK(detail::tune_cache_store(to, q, warning), IoError, to, ": cannot store plans: ", warning);
+    ++stored;
+  }
+  return stored;
 }
 
 CORRIDORKEY_NAMESPACE_END

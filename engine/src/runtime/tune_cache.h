@@ -1,7 +1,13 @@
-// The measured plan's per-user cache file (tune.h): one JSON object of plans by key.
-// Written under an flock on ".corridorkey-engine-tune.lock" in the file's folder, through a
-// temp file of the engine's own name and a rename, so two processes tuning at once leave one
-// valid file holding both plans. Only a file in this engine's format is ever replaced: a
+// The measured plan's cache (tune.h), in one of two layouts:
+//  - a single file (a path ending in .json, or an existing file): one JSON object of plans
+//    by key, written under an flock on ".corridorkey-engine-tune.lock" in the file's folder,
+//    through a temp file of the engine's own name and a rename, so two processes tuning at
+//    once leave one valid file holding both plans (the per-user default);
+//  - a folder (an existing folder, or a path not ending in .json): one file per plan,
+//    plan-<hash of the key>.json holding the key and the plan, each written to a temp name
+//    in the folder and renamed, with no lock: for a farm's shared filesystem, where flock
+//    fails silently under NFS `nolock`. A tune.json in the folder (an old single-file
+//    cache copied there) is read too, never written. Only a file in this engine's format is ever replaced: a
 // foreign, corrupt or read-only file, a symbolic link or a FIFO at the path is left as it is
 // (one warning); there, and where nothing can be written (a read-only or shared home on a
 // farm node, no HOME), plans stay in this process's memory.
@@ -15,7 +21,17 @@
 
 namespace corridorkey::detail {
 
-/// The plan cached under plan key `key`, if any. `warning` gets a line when the file is
+/// Whether `path` is used as a folder cache (see above).
+bool tune_cache_is_folder(const std::string& path);
+/// The cache a ModelOptions::tune_cache names: itself, or tune_cache_path() when empty.
+std::string tune_cache_resolve(const std::string& configured);
+
+/// The same three calls on the cache at `path` ("": none, plans live in memory only).
+std::optional<TunePlan> tune_cache_load(const std::string& path, const std::string& key, std::string& warning);
+bool tune_cache_store(const std::string& path, const TunePlan& plan, std::string& warning);
+std::map<std::string, TunePlan> tune_cache_read_all(const std::string& path, std::string& error);
+
+/// The plan cached under plan key `key`, if any (in tune_cache_path()). `warning` gets a line when the file is
 /// corrupt (it is rebuilt on the next store) or unreadable.
 std::optional<TunePlan> tune_cache_load(const std::string& key, std::string& warning);
 

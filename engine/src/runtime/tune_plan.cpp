@@ -302,8 +302,9 @@ std::string plan_key(const ModelOptions& m, const EngineSettings& e, const model
   // not reused. "plan 4": each precision's estimate and check time it with its own faster
   // attention kernel (plan 3 compared bf16's best with float32's SDPA, then checked both
   // with SDPA, and kept float32 at 2048 on a Zen 5 where bfloat16 ran 4x faster). The engine
-  // version is in every key: a new version times its plans once more.
-  k << "engine " << CORRIDORKEY_VERSION_STRING << "; plan 6; torch " << TORCH_VERSION << "; "
+  // version is in every key: a new version times its plans once more. "plan 7": the
+  // attention kernel must win by the plan's margin (it won by any amount before).
+  k << "engine " << CORRIDORKEY_VERSION_STRING << "; plan 7; torch " << TORCH_VERSION << "; "
     << (device.is_cpu() ? cpu_identity() : device.str()) << "; threads " << at::get_num_threads()
     << "; " << cfg.arch << " " << enc.embed_dim << "/" << enc.num_heads << "/";
   for (size_t i = 0; i < enc.stages.size(); ++i) k << (i ? "-" : "") << enc.stages[i];
@@ -359,7 +360,7 @@ Planned make_plan(const ModelOptions& m, const EngineSettings& e, const model::G
   Planned out{{}, m, e};
   TunePlan& plan = out.plan;
   plan.mode = m.tune;
-  plan.cache_path = tune_cache_path();
+  plan.cache_path = tune_cache_resolve(m.tune_cache);
   plan.key = plan_key(m, e, cfg, device);
   const PlanFacts facts = plan_facts(m, e, cfg, device);
   auto by_rules = [&] {
@@ -381,12 +382,22 @@ Planned make_plan(const ModelOptions& m, const EngineSettings& e, const model::G
 
   std::string warning;
   std::optional<TunePlan> cached;
-  if (m.tune == TuneMode::Auto) cached = tune_cache_load(plan.key, warning);
+  if (m.tune == TuneMode::Auto || m.tune == TuneMode::CacheOnly)
+    cached = tune_cache_load(plan.cache_path, plan.key, warning);
   if (!warning.empty()) note_line(notes, warning);
   if (cached) {
     plan.origin = PlanOrigin::Cache;
     plan.decisions = cached->decisions;
     plan.trial_ms = cached->trial_ms;
+  } else if (m.tune == TuneMode::CacheOnly) {
+    // Never timed here: the flag rules, and the plan's mode says why (a farm task told not
+    // to spend its first minutes on trials; `tune` on one node fills the shared cache).
+    note_line(notes, "tune cache-only: no plan cached for this machine and configuration in " +
+                         (plan.cache_path.empty() ? std::string("(no cache)") : plan.cache_path) +
+                         "; the flag rules run (`corridorkey-engine tune` with the same options caches one)");
+    by_rules();
+    out.model.tune = m.tune;
+    return out;
   } else {
     try {
       c10::InferenceMode guard;
@@ -397,7 +408,7 @@ Planned make_plan(const ModelOptions& m, const EngineSettings& e, const model::G
                            " on " + cpu_identity() + ", " + std::to_string(at::get_num_threads()) +
                            " threads (once; " +
                            (plan.cache_path.empty() ? std::string("no cache folder, kept in memory")
-                                                    : "cached in " + plan.cache_path) + ")");
+                                                    : "to be cached in " + plan.cache_path) + ")");
       const EngineOptions o = EngineOptions::of(m, e);
       Trials trials(o, cfg, shapes_of(cfg));
       MemoMeasurements once(trials);
@@ -405,7 +416,7 @@ Planned make_plan(const ModelOptions& m, const EngineSettings& e, const model::G
       plan.trial_ms = timing::ms_since(t_start);
       plan.origin = PlanOrigin::Trials;
       std::string w;
-      if (!tune_cache_store(plan, w)) plan.origin = PlanOrigin::Memory;
+      if (!tune_cache_store(plan.cache_path, plan, w)) plan.origin = PlanOrigin::Memory;
       if (!w.empty()) note_line(notes, w);
     } catch (const std::exception& x) {
       // A trial that cannot run (out of memory at a large size) must not stop the job: the
