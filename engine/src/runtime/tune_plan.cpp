@@ -18,6 +18,7 @@
 #include "runtime/memory.h"
 #include "runtime/model_runner.h"
 #include "runtime/plan_deciders.h"
+#include "runtime/plan_trials.h"
 #include "runtime/tune_cache.h"
 #include "timing.h"
 
@@ -63,24 +64,36 @@ double injected(const std::string& candidate) {
   return ms;
 }
 
-/// Best of `reps` timed runs after `warmup` untimed ones. The minimum, not the median: a
-/// trial is short and this machine is shared, and a slower run only adds noise.
-double time_ms(const std::string& candidate, int warmup, int reps, const std::function<void()>& f) {
+/// A run this long is timed once, with no run before it to warm up: first-call costs (a
+/// primitive's JIT, the first touch of its buffers) are then a small share of it, and at
+/// 2048 a warm-up doubled the cost of every trial (a Zen 4 spent 79 s before its first
+/// frame). A shorter run counts as the warm-up, and the faster of up to two more is taken.
+constexpr double kSteadyRunMs = 250;
+
+/// One candidate's time in milliseconds (the minimum, not the median: a trial is short, this
+/// machine is shared, and a slower run only adds noise).
+double time_ms(const std::string& candidate, const std::function<void()>& f) {
   static const bool verbose = std::getenv("CORRIDORKEY_TUNE_VERBOSE") != nullptr;
-  const auto t_all = timing::Clock::now();
-  for (int i = 0; i < warmup; ++i) f();
-  double best = 1e300;
   const double delay = injected(candidate);
-  for (int i = 0; i < reps; ++i) {
+  auto once = [&] {
     const auto t0 = timing::Clock::now();
     f();
     if (delay > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay));
-    best = std::min(best, timing::ms_since(t0));
+    return timing::ms_since(t0);
+  };
+  std::vector<double> runs{once()};
+  if (runs[0] < kSteadyRunMs) {
+    runs.push_back(once());
+    if (runs[1] < kSteadyRunMs / 2) runs.push_back(once());
   }
-  if (verbose)
-    detail::log(LogLevel::Debug, "tune trial " + candidate + ": best " + config::format_real(best) +
-                                     " ms, " + config::format_real(timing::ms_since(t_all)) +
-                                     " ms with warm-up");
+  // The first run counts only when it was the only one (long enough to be steady).
+  const double best = runs.size() == 1 ? runs[0] : *std::min_element(runs.begin() + 1, runs.end());
+  if (verbose) {
+    std::string each;
+    for (const double r : runs) each += (each.empty() ? "" : ", ") + config::format_real(r);
+    detail::log(LogLevel::Debug, "tune trial " + candidate + ": " + config::format_real(best) + " ms (runs " + each +
+                                     (runs.size() == 1 ? ")" : "; the first a warm-up)"));
+  }
   return best;
 }
 
@@ -143,6 +156,25 @@ Shapes shapes_of(const model::GreenFormerConfig& cfg) {
   return s;
 }
 
+/// The block shapes as the sampling sees them (plan_trials.h), by BlockAt.
+TrialShapes trial_shapes(const Shapes& sh) {
+  auto of = [](const model::BlockSpec& b, int64_t tokens) {
+    return TrialBlockShape{tokens, b.mask_unit_attn ? b.q_stride * b.window_size : 0, b.q_stride};
+  };
+  TrialShapes t;
+  t[static_cast<size_t>(BlockAt::Global3)] = sh.has_global ? of(sh.stage3, sh.tokens3) : TrialBlockShape{};
+  t[static_cast<size_t>(BlockAt::Global4)] = sh.has_global ? of(sh.stage4, sh.tokens4) : TrialBlockShape{};
+  for (size_t i = 0; i < 4; ++i) t[i + 2] = of(sh.stage[i], sh.stage_tokens[i]);
+  return t;
+}
+
+/// CORRIDORKEY_TUNE_TRIALS=whole: every block trial at its real shape, as before sampling
+/// (slower by the sampled share; for checking a sampled plan against the whole trials).
+bool whole_trials() {
+  const char* v = std::getenv("CORRIDORKEY_TUNE_TRIALS");
+  return v != nullptr && std::string(v) == "whole";
+}
+
 torch::ScalarType dtype_of(TrialType t) {
   return t == TrialType::BFloat16 ? torch::kBFloat16 : t == TrialType::Float16 ? torch::kHalf : torch::kFloat;
 }
@@ -151,14 +183,23 @@ const char* type_name(TrialType t) {
   return t == TrialType::BFloat16 ? "bfloat16" : t == TrialType::Float16 ? "float16" : "float32";
 }
 
-/// The trials on this machine (the deciders' Measurements, plan_deciders.h): single blocks at
-/// the real shapes, timed with time_ms. A LibTorch error comes out as a std::runtime_error
-/// without its backtrace, so a decider's "its trial failed" names only the cause.
-struct Trials final : Measurements {
+/// Random values in [-1, 1): what a trial runs on (a uniform fill is several times cheaper
+/// than randn on a stage-1 input of 16 M values, and the kernels' speed does not depend on it).
+torch::Tensor random_input(at::IntArrayRef shape, TrialType type) {
+  return torch::empty(shape).uniform_(-1, 1).to(dtype_of(type));
+}
+
+/// The single runs on this machine (plan_trials.h): blocks and their attention at any token
+/// count, decoder heads, refiner strips and tiles, each timed with time_ms. A run asked for
+/// twice at one shape (the stage-3 global block is also stage 3's block for oneDNN) is timed
+/// once. A LibTorch error comes out as a std::runtime_error without its backtrace, so a
+/// decider's "its trial failed" names only the cause.
+struct Trials final : TrialRuns {
   const EngineOptions& opt;
   const model::GreenFormerConfig& cfg;
   Shapes sh;
   at::MemoryFormat layout;
+  std::map<std::string, double> by_shape;  // run key -> ms
 
   Trials(const EngineOptions& o, const model::GreenFormerConfig& c, Shapes s)
       : opt(o), cfg(c), sh(s),
@@ -173,17 +214,35 @@ struct Trials final : Measurements {
     }
   }
 
-  double block(BlockAt at, TrialType type, bool native, bool onednn) override {
-    const model::BlockSpec& spec = at == BlockAt::Global3   ? sh.stage3
-                                   : at == BlockAt::Global4 ? sh.stage4
-                                                            : sh.stage[static_cast<size_t>(at) - 2];
-    const int64_t tokens = at == BlockAt::Global3   ? sh.tokens3
-                           : at == BlockAt::Global4 ? sh.tokens4
-                                                    : sh.stage_tokens[static_cast<size_t>(at) - 2];
+  const model::BlockSpec& spec_at(BlockAt at) const {
+    return at == BlockAt::Global3 ? sh.stage3 : at == BlockAt::Global4 ? sh.stage4 : sh.stage[static_cast<size_t>(at) - 2];
+  }
+  int64_t tokens_at(BlockAt at) const {
+    return at == BlockAt::Global3   ? sh.tokens3
+           : at == BlockAt::Global4 ? sh.tokens4
+                                    : sh.stage_tokens[static_cast<size_t>(at) - 2];
+  }
+
+  /// A run's time by its shape: timed the first time it is asked for.
+  template <class F>
+  double once_per_shape(const std::string& what, const model::BlockSpec& s, F&& run) {
+    std::ostringstream k;
+    k.imbue(std::locale::classic());
+    k << what << " " << s.dim << "/" << s.dim_out << "/" << s.heads << "/" << s.q_stride << "/" << s.window_size
+      << "/" << s.mask_unit_attn << "/" << s.mlp_hidden;
+    if (const auto it = by_shape.find(k.str()); it != by_shape.end()) return it->second;
+    const double ms = guarded(run);
+    by_shape.emplace(k.str(), ms);
+    return ms;
+  }
+
+  double block(BlockAt at, TrialType type, bool native, bool onednn, int64_t tokens) override {
+    const model::BlockSpec& spec = spec_at(at);
     // The candidate tags the test hooks slow ("bfloat16 native", "float32 onednn", ...).
     const std::string tag = std::string(type_name(type)) + (native ? " native" : " sdpa") +
                             (onednn ? " onednn" : at == BlockAt::Stage1 || at == BlockAt::Stage3 ? " mkl" : "");
-    return guarded([&] {
+    const std::string what = "block " + tag + " " + std::to_string(tokens) + " of " + std::to_string(tokens_at(at));
+    return once_per_shape(what, spec, [&] {
       model::functional::OnednnLinearScope linear(onednn);
       model::HieraBlock blk(spec);
       blk->eval();
@@ -191,25 +250,30 @@ struct Trials final : Measurements {
       blk->attn->flash_4d = opt.flash_attention;
       blk->attn->native_attention = native;
       blk->token_chunk = opt.token_chunk;
-      auto x = torch::randn({1, tokens, spec.dim}).to(dtype_of(type));
-      return time_ms(tag, 1, 1, [&] { blk->forward(x); });
+      // A sampled run splits its token rows as the whole block would: whether chunking pays
+      // grows with the rows (HieraBlockImpl::chunk_pays).
+      if (blk->token_chunk > 0) blk->chunk_always = blk->chunk_pays(tokens_at(at));
+      auto x = random_input({1, tokens, spec.dim}, type);
+      return time_ms(tag, [&] { blk->forward(x); });
     });
   }
 
-  /// One block's attention alone (qkv in, before the projection) at its real shape, in
-  /// float32, through SDPA or the engine's kernel: the rest of the block is the same either way.
-  double attention(int stage, bool native) override {
-    const auto& spec = sh.stage[static_cast<size_t>(stage)];
-    const int64_t tokens = sh.stage_tokens[static_cast<size_t>(stage)];
+  /// One block's attention alone (qkv in, before the projection), through SDPA or the
+  /// engine's kernel: the rest of the block is the same either way. Fewer query rows than
+  /// tokens are taken as the pooled queries of a q_stride that large: the same kernels
+  /// serve them (functional::mask_unit_attention), rows against every key.
+  double attention(BlockAt at, TrialType type, bool native, int64_t queries, int64_t tokens) override {
+    const model::BlockSpec& spec = spec_at(at);
     const int64_t nw = spec.mask_unit_attn ? tokens / (spec.q_stride * spec.window_size) : 1;
-    return guarded([&] {
-      auto qkv = torch::randn({1, tokens, 3 * spec.dim_out});
-      // Global attention grows with tokens^2: past 1024 px (4096 tokens at stage 3) one timed
-      // run is long enough to be steady, and a second would add seconds to the first job.
-      const int reps = spec.mask_unit_attn || tokens <= 4096 ? 2 : 1;
-      return time_ms(native ? "native" : "sdpa", 1, reps, [&] {
-        model::functional::mask_unit_attention(qkv, spec.heads, nw, spec.q_stride,
-                                               opt.flash_attention && nw == 1, {}, native);
+    const int64_t q_stride = tokens / queries;
+    const std::string kernel = native ? "native" : "sdpa";
+    const std::string tag = type == TrialType::Float32 ? kernel : std::string(type_name(type)) + " " + kernel;
+    const std::string what = "attention " + tag + " " + std::to_string(queries) + "x" + std::to_string(tokens);
+    return once_per_shape(what, spec, [&] {
+      auto qkv = random_input({1, tokens, 3 * spec.dim_out}, type);
+      return time_ms(tag, [&] {
+        model::functional::mask_unit_attention(qkv, spec.heads, nw, q_stride, opt.flash_attention && nw == 1, {},
+                                               native);
       });
     });
   }
@@ -226,9 +290,9 @@ struct Trials final : Measurements {
       std::vector<torch::Tensor> f;
       for (size_t i = 0; i < ch.size(); ++i) {
         const int64_t side = cfg.encoder_size() / (int64_t{4} << i);
-        f.push_back(torch::randn({1, ch[i], side, side}).to(dtype));
+        f.push_back(random_input({1, ch[i], side, side}, type));
       }
-      return time_ms(std::string(type_name(type)) + " decoder", 1, 1, [&] { head->forward(f); });
+      return time_ms(std::string(type_name(type)) + " decoder", [&] { head->forward(f); });
     });
   }
 
@@ -243,11 +307,10 @@ struct Trials final : Measurements {
       blk->eval();
       blk->to(dtype);
       if (opt.channels_last) conv_weights_channels_last(*blk);
-      auto x = torch::randn({1, cfg.refiner_channels, std::min(kStripRows, cfg.img_size), cfg.img_size})
-                   .to(dtype)
+      auto x = random_input({1, cfg.refiner_channels, std::min(kStripRows, cfg.img_size), cfg.img_size}, type)
                    .contiguous(layout);
       const std::string tag = std::string(type_name(type)) + (winograd ? " winograd" : " direct");
-      return time_ms(tag, 1, 2, [&] { blk->forward(x); });
+      return time_ms(tag, [&] { blk->forward(x); });
     });
   }
 
@@ -262,19 +325,19 @@ struct Trials final : Measurements {
       ref->to(dtype);
       if (opt.channels_last) conv_weights_channels_last(*ref);
       const int64_t t = opt.tile_size;
-      auto x = torch::randn({1, 7, t, std::min(cfg.img_size, 2 * t)}).to(dtype).contiguous(layout);
+      auto x = random_input({1, 7, t, std::min(cfg.img_size, 2 * t)}, type).contiguous(layout);
       // Warm-up on a single tile: the fused GroupNorm's start-up self-test and the first
       // primitives would otherwise be charged to whichever path runs first. The timed runs
-      // then go once each: a row of tiles is an eighth of the frame at 1024 with 256 px tiles.
+      // then go as time_ms says: a row of tiles is an eighth of the frame at 1024 with 256 px tiles.
       {
         auto one = x.narrow(3, 0, std::min(t, x.size(3))).contiguous(layout);
         opt.fused_refiner ? ref->forward_fused(one) : ref->forward_input(one);
         model::tiled_refiner_forward(*ref, one, {t});
       }
-      const double whole = time_ms("whole", 0, 1, [&] {
+      const double whole = time_ms("whole", [&] {
         opt.fused_refiner ? ref->forward_fused(x) : ref->forward_input(x);
       });
-      const double tiled = time_ms("tiled", 0, 1, [&] { model::tiled_refiner_forward(*ref, x, {t}); });
+      const double tiled = time_ms("tiled", [&] { model::tiled_refiner_forward(*ref, x, {t}); });
       const double rows = static_cast<double>(cfg.img_size) / static_cast<double>(t);
       const double cols = static_cast<double>(cfg.img_size) / static_cast<double>(x.size(3));
       return std::pair{whole * rows * cols, tiled * rows * cols};
@@ -410,8 +473,10 @@ Planned make_plan(const ModelOptions& m, const EngineSettings& e, const model::G
                            (plan.cache_path.empty() ? std::string("no cache folder, kept in memory")
                                                     : "to be cached in " + plan.cache_path) + ")");
       const EngineOptions o = EngineOptions::of(m, e);
-      Trials trials(o, cfg, shapes_of(cfg));
-      MemoMeasurements once(trials);
+      const Shapes sh = shapes_of(cfg);
+      Trials trials(o, cfg, sh);
+      RunMeasurements measured(trials, trial_shapes(sh), !whole_trials());
+      MemoMeasurements once(measured);
       plan.decisions = decide_by_trials(m, e, facts, once);
       plan.trial_ms = timing::ms_since(t_start);
       plan.origin = PlanOrigin::Trials;
