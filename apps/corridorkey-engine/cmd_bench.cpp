@@ -13,6 +13,35 @@
 namespace corridorkey::cli {
 namespace {
 double mib(uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
+
+/// --roofline under a row: each stage's nominal GFLOP, time, rate and share of the GEMM rate.
+void print_roofline(const BenchRow& r) {
+  if (r.roofline.empty()) return;
+  std::printf("%-30s roofline against a %s GEMM of 2048: %.1f GFLOP/s (%s)\n", "", r.gemm.precision.c_str(),
+              r.gemm.gflops, r.gemm.cached ? "cached, or timed for an earlier row" : "timed now");
+  std::printf("%-30s   %-9s %10s %10s %10s %8s\n", "", "stage", "GFLOP", "ms", "GFLOP/s", "of GEMM");
+  for (const auto& s : r.roofline)
+    std::printf("%-30s   %-9s %10.1f %10.1f %10.1f %7.0f%%\n", "", s.stage.c_str(), s.gflop, s.ms, s.gflops,
+                100 * s.of_gemm);
+  if (!r.notes.empty()) std::printf("%-30s %s\n", "", r.notes.c_str());
+}
+
+void print_flop_counts(const FlopCounts& c, int64_t img_size, bool json) {
+  if (json) {
+    std::cout << nlohmann::json{{"img_size", img_size}, {"encoder_linear", c.encoder_linear},
+                                {"encoder_attention", c.encoder_attention},
+                                {"encoder_stages", {c.stages[0], c.stages[1], c.stages[2], c.stages[3]}},
+                                {"decoders", c.decoders}, {"refiner", c.refiner}, {"total", c.total}}
+                     .dump()
+              << std::endl;
+    return;
+  }
+  std::printf("nominal GFLOP of one frame at %lld: encoder %.2f (linear %.2f, attention %.2f; stages %.2f / %.2f / "
+              "%.2f / %.2f), decoders %.2f, refiner %.2f, total %.2f\n",
+              static_cast<long long>(img_size), (c.encoder_linear + c.encoder_attention) / 1e9, c.encoder_linear / 1e9,
+              c.encoder_attention / 1e9, c.stages[0] / 1e9, c.stages[1] / 1e9, c.stages[2] / 1e9, c.stages[3] / 1e9,
+              c.decoders / 1e9, c.refiner / 1e9, c.total / 1e9);
+}
 }  // namespace
 
 void add_bench(CLI::App& app, int& exit_code) {
@@ -72,8 +101,14 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--mmap", *mmap, "--load: safetensors mapped (on) or read (off)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  cmd->add_flag("--roofline", b->roofline,
+                "each row's encoder, decoders, refiner and frame: nominal GFLOP (from the shapes), time, "
+                "GFLOP/s and its share of this machine's GEMM rate in the row's precision (timed once, cached)");
+  auto count_only = std::make_shared<bool>(false);
+  cmd->add_flag("--count-only", *count_only,
+                "with --roofline: print the nominal FLOPs of one frame of the model at --img-size and time nothing");
   cmd->add_flag("--json", *json, "one JSON object per profile (NDJSON)");
-  cmd->callback([b, random, json, profiles, clip_size, load, mmap, &exit_code] {
+  cmd->callback([b, random, json, profiles, clip_size, load, mmap, count_only, &exit_code] {
     if (!load->empty()) {
       LoadBenchOptions lo;
       lo.checkpoints = *load;
@@ -101,6 +136,12 @@ void add_bench(CLI::App& app, int& exit_code) {
     }
     if (!*random) b->random_arch.clear();
     if (!profiles->empty()) b->profiles = *profiles;
+    if (*count_only) {
+      CK_CHECK(b->roofline, ConfigError, "bench: --count-only goes with --roofline");
+      print_flop_counts(bench_flop_counts(*b), b->img_size, *json);
+      exit_code = kOk;
+      return;
+    }
     if (!b->reference_dir.empty() &&
         std::find(b->profiles.begin(), b->profiles.end(), "reference-upstream") == b->profiles.end())
       b->profiles.push_back("reference-upstream");
@@ -162,6 +203,14 @@ void add_bench(CLI::App& app, int& exit_code) {
           j["tune"][to_string(d.option)] = {{"value", to_string(d.value)}, {"source", to_string(d.source)}, {"why", d.why}};
         for (const auto& op : r.top_ops)
           j["top_ops"].push_back({{"name", op.name}, {"self_ms", op.self_ms}, {"calls", op.calls}});
+        if (!r.roofline.empty()) {
+          j["gemm"] = {{"gflops", r.gemm.gflops}, {"precision", r.gemm.precision}, {"cached", r.gemm.cached},
+                       {"trial_ms", r.gemm.trial_ms}};
+          j["notes"] = r.notes;
+          for (const auto& st : r.roofline)
+            j["roofline"].push_back({{"stage", st.stage}, {"gflop", st.gflop}, {"ms", st.ms},
+                                     {"gflops", st.gflops}, {"of_gemm", st.of_gemm}});
+        }
         std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
       } else {
         std::printf("%-30s %-10s %-9s %10.1f %6.3f %9.1f %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %10.2e %10.2e\n",
@@ -208,6 +257,7 @@ void add_bench(CLI::App& app, int& exit_code) {
         if (r.peak.device_peak_reserved)
           std::printf("%-30s device peak allocated %.1f MiB, reserved %.1f MiB\n", "",
                       mib(r.peak.device_peak_allocated), mib(r.peak.device_peak_reserved));
+        print_roofline(r);
         std::fflush(stdout);
       }
     });

@@ -147,4 +147,37 @@ grep -q -- "--tune-cache '$work/job/farm-plans/'" "$work/job/farm.sbatch" || fai
 "$cli" job export "$work/job/farm.yaml" --to openjd -o "$work/job/farm.openjd.yaml" || fail "export openjd (farm)"
 grep -q -- "\"--tune-cache\", \"$work/job/farm-plans/\"" "$work/job/farm.openjd.yaml" \
   || fail "openjd export lacks the cache: $(cat "$work/job/farm.openjd.yaml")"
+# 9. (issue 38) bench --roofline: four stages whose nominal GFLOP add up, the GEMM rate
+#    timed once and then read from a rate file beside the plans; a foreign file at that
+#    name is read as no rate and left byte for byte as it is
+rates="$work/rates/"
+roof() { CORRIDORKEY_TUNE_CACHE="$rates" "$cli" bench --random-weights --arch tiny --img-size 128 --profile optimized --precision float32 \
+           --frames 1 --warmup 0 --roofline --json --set tune=off; }
+roof > "$work/r1.json" 2> "$work/r1.err" || fail "bench --roofline: $(cat "$work/r1.err")"
+"$py" - "$work/r1.json" false <<'PY' || fail "roofline row: $(cat "$work/r1.json")"
+import json, sys
+r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+st = {s["stage"]: s for s in r["roofline"]}
+assert list(st) == ["encoder", "decoders", "refiner", "total"], st
+assert all(s["gflop"] > 0 and s["ms"] > 0 and s["of_gemm"] > 0 for s in st.values()), st
+parts = st["encoder"]["gflop"] + st["decoders"]["gflop"] + st["refiner"]["gflop"]
+assert abs(parts - st["total"]["gflop"]) < 1e-9 * parts, st
+assert abs(st["total"]["gflops"] / r["gemm"]["gflops"] - st["total"]["of_gemm"]) < 1e-9, r
+assert r["gemm"]["precision"] == "float32" and r["gemm"]["gflops"] > 0, r["gemm"]
+assert r["gemm"]["cached"] == (sys.argv[2] == "true"), r["gemm"]
+PY
+rate=$(ls "$rates" | grep '^rate-[0-9a-f]*\.json$') || fail "no rate file in $rates: $(ls -A "$rates")"
+roof > "$work/r2.json" 2> "$work/r2.err" || fail "bench --roofline again"
+"$py" - "$work/r2.json" true <<'PY' || fail "the rate was not read from the cache: $(cat "$work/r2.json")"
+import json, sys
+r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+assert r["gemm"]["cached"] is True and r["gemm"]["trial_ms"] == 0, r["gemm"]
+PY
+printf 'my notes\n' > "$rates/$rate"
+roof > "$work/r3.json" 2> "$work/r3.err" || fail "bench --roofline over a foreign file"
+"$py" -c "
+import json, sys; r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+assert r['gemm']['cached'] is False and 'left as it is' in r['notes'], r" "$work/r3.json" \
+  || fail "a foreign rate file was used, or not said: $(cat "$work/r3.json")"
+[ "$(cat "$rates/$rate")" = "my notes" ] || fail "a foreign rate file was replaced"
 echo "cli tune: ok"

@@ -46,6 +46,9 @@ struct BenchOptions {
   int read_workers = 2, write_workers = 2;
   /// Profile the last timed frame of each profile and report its `top_ops` operators.
   int top_ops = 0;
+  /// Each row's stages against the machine's GEMM rate in the row's precision (BenchRow::
+  /// roofline): the rate is timed once per machine and cached beside the plans.
+  bool roofline = false;
 };
 
 struct PipelineBenchResult {
@@ -67,6 +70,36 @@ struct OpTime {
   int calls = 0;
 };
 
+/// One stage of a frame on the roofline (bench --roofline): its nominal FLOPs, counted from
+/// the shapes as PyTorch's FlopCounterMode counts the reference forward (GEMMs, convolutions
+/// and attention products; no elementwise work), its median time, and the rate it ran at
+/// as a share of the machine's GEMM rate. Winograd convolutions do fewer than the nominal
+/// FLOPs, so a refiner can show more than 1.
+struct RooflineStage {
+  std::string stage;  // "encoder", "decoders", "refiner", "total"
+  double gflop = 0, ms = 0, gflops = 0;
+  double of_gemm = 0;  // gflops / GemmRate::gflops
+};
+
+/// A square GEMM of 2048 on the row's device and precision: LibTorch's own matmul rate.
+struct GemmRate {
+  double gflops = 0;
+  std::string precision;  // "float32", "bfloat16", "float16"
+  bool cached = false;    // read from the cache (timed by an earlier run on this machine)
+  double trial_ms = 0;    // what timing it cost now (0 when cached)
+  std::string cache;      // where it is cached ("" for nowhere)
+};
+
+/// Nominal FLOPs of one frame (see RooflineStage), per part.
+struct FlopCounts {
+  double encoder_linear = 0, encoder_attention = 0, decoders = 0, refiner = 0, total = 0;
+  double stages[4] = {0, 0, 0, 0};  // per encoder stage: linear and attention
+};
+
+/// The counts for the bench's model at its size, with the first profile's backbone settings
+/// (bench --roofline --count-only); reads the checkpoint's architecture, builds nothing.
+CORRIDORKEY_API FlopCounts bench_flop_counts(const BenchOptions& options);
+
 struct BenchRow {
   std::string profile;
   EngineInfo info;
@@ -79,6 +112,9 @@ struct BenchRow {
   uint64_t process_peak_rss = 0;       // reference rows: peak RSS of the Python process
   double routed_stage2 = 1.0, routed_stage3 = 1.0;  // token routing: fraction attended
   std::vector<OpTime> top_ops;         // --ops N: the last timed frame's operators
+  std::vector<RooflineStage> roofline;  // --roofline: encoder, decoders, refiner, total
+  GemmRate gemm;                        // --roofline: the rate they are shares of
+  std::string notes;                    // --roofline: why the rate was not cached, if so
 };
 
 /// The engine options bench uses for one --profile spec: "NAME" or

@@ -5,6 +5,7 @@
 
 #include "devtools/op_profile.h"
 #include "devtools/reference_bench.h"
+#include "devtools/roofline.h"
 #include "runtime/memory.h"
 #include "model/checkpoint.h"
 #include "model/conv.h"
@@ -12,6 +13,7 @@
 #include "model/tiled_refiner.h"
 #include "runtime/model_factory.h"
 #include "runtime/torch_boundary.h"
+#include "runtime/tune_cache.h"
 #include "timing.h"
 
 #include <c10/core/InferenceMode.h>
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <locale>
 #include <sstream>
@@ -66,6 +69,48 @@ EngineOptions bench_engine_options(const BenchOptions& b, const std::string& spe
 }
 
 namespace {
+
+/// The nominal FLOPs of the bench's model at its size, the encoder where `o` puts it.
+model::FrameFlops flops_of(const BenchOptions& b, const EngineOptions& o) {
+  detail::ModelSource src;
+  src.checkpoint = b.checkpoint;
+  src.img_size = b.img_size;
+  src.random_arch = b.checkpoint.empty() ? b.random_arch : "";
+  src.seed = b.seed;
+  src.backbone_size = o.backbone_size;
+  src.backbone_percent = o.backbone_percent;
+  return model::frame_flops(detail::read_source(src).config);
+}
+
+/// bench --roofline for the rows of one run: the FLOPs per backbone setting and the GEMM
+/// rate per device and precision, each found once.
+class Roofline {
+ public:
+  explicit Roofline(const BenchOptions& b) : b_(b) {}
+  void add(BenchRow& row, const EngineOptions& o) {
+    const auto fk = std::pair{o.backbone_size, o.backbone_percent};
+    auto f = flops_.find(fk);
+    if (f == flops_.end()) f = flops_.emplace(fk, flops_of(b_, o)).first;
+    const std::string device = row.info.device.empty() ? "cpu" : row.info.device;
+    const auto rk = device + " " + row.precision;
+    auto r = rates_.find(rk);
+    if (r == rates_.end()) {
+      std::string note;
+      r = rates_.emplace(rk, devtools::gemm_rate(device, row.precision, detail::tune_cache_resolve(o.tune_cache), note))
+              .first;
+      row.notes = note;
+    }
+    row.gemm = r->second;
+    r->second.cached = true;  // later rows reuse the number: not timed for them
+    r->second.trial_ms = 0;
+    row.roofline = devtools::roofline_stages(f->second, row.median_stages, row.median_ms, row.gemm.gflops);
+  }
+
+ private:
+  const BenchOptions& b_;
+  std::map<std::pair<int64_t, int>, model::FrameFlops> flops_;
+  std::map<std::string, GemmRate> rates_;
+};
 
 void fill_stats(BenchRow& row, const std::vector<double>& totals,
                 const std::vector<StageTimings>& stages) {
@@ -169,6 +214,23 @@ std::vector<BenchRow> refiner_bench(const BenchOptions& b,
 
 }  // namespace
 
+FlopCounts bench_flop_counts(const BenchOptions& b) {
+  CK_CHECK(!b.checkpoint.empty() || !b.random_arch.empty(), ConfigError,
+           "bench: give --checkpoint FILE or --random-weights");
+  return detail::rethrow_torch("FLOP count", [&] {
+    const auto o = bench_engine_options(b, b.profiles.empty() ? std::string("original") : b.profiles.front());
+    const auto f = flops_of(b, o);
+    FlopCounts c;
+    c.encoder_linear = f.encoder_linear();
+    c.encoder_attention = f.encoder_attention();
+    c.decoders = f.decoders;
+    c.refiner = f.refiner;
+    c.total = f.total();
+    for (size_t i = 0; i < 4; ++i) c.stages[i] = f.stage_linear[i] + f.stage_attention[i];
+    return c;
+  });
+}
+
 std::vector<BenchRow> run_bench(const BenchOptions& b,
                                 const std::function<void(const BenchRow&)>& on_row) {
   CK_CHECK(!b.profiles.empty(), ConfigError, "bench: no --profile given");
@@ -185,6 +247,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
   std::vector<BenchRow> rows;
   std::vector<float> ref_alpha, ref_fg;
   double base_ms = 0;
+  Roofline roofline(b);
   for (const auto& p : b.profiles) {
     if (devtools::is_reference_row(p)) {
       std::vector<float> alpha, fg;
@@ -197,6 +260,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
       row.alpha_max_diff = max_diff(alpha, ref_alpha);
       row.fg_max_diff = max_diff(fg, ref_fg);
       row.ratio = row.median_ms / base_ms;
+      if (b.roofline) roofline.add(row, bench_engine_options(b, "original"));
       rows.push_back(row);
       if (on_row) on_row(row);
       continue;
@@ -232,6 +296,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
     row.routed_stage3 = out.routed_stage3;
     row.alpha_max_diff = max_diff(out.alpha, ref_alpha);
     row.fg_max_diff = max_diff(out.fg, ref_fg);
+    if (b.roofline) roofline.add(row, bo);
     rows.push_back(row);
     if (on_row) on_row(row);
   }

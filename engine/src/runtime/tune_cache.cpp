@@ -586,7 +586,83 @@ std::map<std::string, TunePlan> folder_read_all(const std::string& folder, std::
   return all;
 }
 
+// ---- measured rates: rate-<hash>.json beside the plans ---------------------------------
+// A value timed once per machine, as the plan is (bench --roofline's GEMM rate), in its own
+// file in the cache's folder (a folder cache's own, a single-file cache's parent): written
+// and refused by the same rules as a plan file, ignored by engines that do not know it.
+
+constexpr const char* kRateFormatName = "corridorkey-engine measured rate";
+
+std::string rate_folder(const std::string& cache) {
+  if (tune_cache_is_folder(cache)) return cache;
+  const auto dir = std::filesystem::path(cache).parent_path();
+  return dir.empty() ? std::string(".") : dir.string();
+}
+
+std::string rate_path(const std::string& cache, const std::string& key) {
+  std::string name = plan_file_name(key);
+  name.replace(0, 4, "rate");  // rate-<16 hex digits>.json
+  return (std::filesystem::path(rate_folder(cache)) / name).string();
+}
+
+/// A rate file's state (for the refusal rules) and its value under `key` (NaN: none).
+FileState read_rate_file(const std::string& path, const std::string& key, double& value) {
+  value = std::nan("");
+  FileState st;
+  const std::string text = read_text(path, st);
+  if (!st.error.empty() || !st.exists) return st;
+  try {
+    const auto root = json::parse(text, path, {"measured rate", kMaxCacheBytes});
+    CK_CHECK(root.kind == json::Value::Kind::Object, ModelError, path, ": not a JSON object");
+    std::set<std::string> top;
+    bool only_ours = true;
+    for (const auto& k : root.keys)
+      only_ours = only_ours && (k == "format" || k == "version" || k == "key" || k == "value") && top.insert(k).second;
+    st.ours = only_ours && text_of(root.find("format")) == kRateFormatName;
+    CK_CHECK(st.ours, ModelError, path, ": not a rate file of this engine");
+    const auto* v = root.find("version");
+    if (v && v->kind == json::Value::Kind::Int && v->i > kCacheVersion) {
+      st.newer = true;
+      st.error = "is from a newer engine, left as it is";
+      return st;
+    }
+    const double x = number_of(root.find("value"));
+    if (text_of(root.find("key")) == key && std::isfinite(x) && x > 0) value = x;
+  } catch (const std::exception& e) {
+    st.error = e.what();
+  }
+  return st;
+}
+
 }  // namespace
+
+std::optional<double> tune_cache_load_rate(const std::string& cache, const std::string& key) {
+  if (cache.empty()) return std::nullopt;
+  double v = 0;
+  read_rate_file(rate_path(cache, key), key, v);
+  if (std::isnan(v)) return std::nullopt;
+  return v;
+}
+
+std::string tune_cache_store_rate(const std::string& cache, const std::string& key, double value) {
+  namespace fs = std::filesystem;
+  if (cache.empty()) return "no cache folder (neither XDG_CACHE_HOME nor HOME is set)";
+  std::error_code ec;
+  const std::string folder = rate_folder(cache);
+  fs::create_directories(folder, ec);
+  if (!fs::is_directory(folder, ec)) return folder + " is not a folder";
+  const std::string path = rate_path(cache, key);
+  double old = 0;
+  const auto st = read_rate_file(path, key, old);
+  if (const auto why = refusal(st); !why.empty()) return path + ": " + why;
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  out.precision(17);
+  out << "{\"format\": " << json::quote(kRateFormatName) << ", \"version\": " << kCacheVersion
+      << ", \"key\": " << json::quote(key) << ", \"value\": " << value << "}\n";
+  const auto why = replace_file(path, folder, out.str(), st);
+  return why.empty() ? "" : path + ": " + why;
+}
 
 bool tune_cache_is_folder(const std::string& path) {
   if (path.empty()) return false;

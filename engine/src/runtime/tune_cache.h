@@ -31,6 +31,14 @@ std::optional<TunePlan> tune_cache_load(const std::string& path, const std::stri
 bool tune_cache_store(const std::string& path, const TunePlan& plan, std::string& warning);
 std::map<std::string, TunePlan> tune_cache_read_all(const std::string& path, std::string& error);
 
+/// A value measured once per machine and cached beside the plans of the cache at `cache`
+/// (bench --roofline's GEMM rate): rate-<hash of key>.json in its folder. None when absent,
+/// foreign, corrupt or under another key.
+std::optional<double> tune_cache_load_rate(const std::string& cache, const std::string& key);
+/// Stores it there by a plan file's rules (a temporary name and a rename; never over a file
+/// that is not this engine's). "" when stored, else why not.
+std::string tune_cache_store_rate(const std::string& cache, const std::string& key, double value);
+
 /// The plan cached under plan key `key`, if any (in tune_cache_path()). `warning` gets a line when the file is
 /// corrupt (it is rebuilt on the next store) or unreadable.
 std::optional<TunePlan> tune_cache_load(const std::string& key, std::string& warning);
