@@ -1,7 +1,7 @@
 // Sampled plan trials (plan_trials.h) against the whole ones, on fake machines whose time
 // for a run is a function of its candidate, operation and shape: FLOPs of hiera_base_plus's
-// blocks at the run's token counts over a rate per type and kernel, times a deterministic
-// jitter per run. With no jitter the sampled answers must equal the whole ones; over many
+// blocks at the run's token counts over a rate per type and kernel, global attention with a
+// cost per call that grows with the keys alone, times a deterministic jitter per run. With no jitter the sampled answers must equal the whole ones; over many
 // random machines with jitter, the sampled plan must decide every clear decision as the
 // whole trials do (clear: the whole trials decide it alike whatever the jitter, and its two
 // sides are not within 5% of the margin's edge).
@@ -90,6 +90,14 @@ struct FakeRuns final : TrialRuns {
     const double keys = d.shape.windowed() ? static_cast<double>(d.shape.unit_tokens) : static_cast<double>(tokens);
     return 4.0 * static_cast<double>(queries) * keys * d.dim;
   }
+  /// What a call costs before its first row: K and V laid out, per key (as the native
+  /// kernel packs them), as much as this many query rows' worth.
+  double key_setup_rows = 600;
+  double attention_ms(const BlockDims& d, TrialType t, bool native, int64_t queries, int64_t tokens) const {
+    const double setup = d.shape.windowed() ? 0 : key_setup_rows;
+    return type_factor(t) * attention_flops(d, queries, tokens) * (1 + setup / static_cast<double>(queries)) /
+           (attention_gflops * 1e6) * kernel_factor(d, t, native);
+  }
   static std::string name(BlockAt at, TrialType t, bool native, bool onednn) {
     return std::to_string(static_cast<int>(at)) + "/" + std::to_string(static_cast<int>(t)) + (native ? "n" : "s") +
            (onednn ? "o" : "m");
@@ -99,15 +107,13 @@ struct FakeRuns final : TrialRuns {
     const auto& d = dims[static_cast<size_t>(at)];
     const double n = static_cast<double>(tokens);
     const double lin = 2 * n * (4 * d.dim * d.dim + 2 * d.dim * d.hidden);
-    const double att = attention_flops(d, tokens / d.shape.q_stride, tokens);
-    const double ms = type_factor(t) * (lin / (linear_gflops * 1e6) * (linear ? onednn : 1.0) +
-                                        att / (attention_gflops * 1e6) * kernel_factor(d, t, native));
+    const double ms = type_factor(t) * lin / (linear_gflops * 1e6) * (linear ? onednn : 1.0) +
+                      attention_ms(d, t, native, tokens / d.shape.q_stride, tokens);
     return answer("block " + name(at, t, native, linear) + " " + std::to_string(tokens), ms);
   }
   double attention(BlockAt at, TrialType t, bool native, int64_t queries, int64_t tokens) override {
     const auto& d = dims[static_cast<size_t>(at)];
-    const double ms = type_factor(t) * attention_flops(d, queries, tokens) / (attention_gflops * 1e6) *
-                      kernel_factor(d, t, native);
+    const double ms = attention_ms(d, t, native, queries, tokens);
     return answer("attention " + name(at, t, native, false) + " " + std::to_string(queries) + "x" +
                       std::to_string(tokens), ms);
   }
@@ -226,6 +232,9 @@ TEST_CASE("random machines: the sampled plan decides as the whole trials whereve
       whole.push_back(decide(runs, facts, false));
       sampled.push_back(decide(runs, facts, true));
     }
+    // Every other decision follows the precision: it is compared in the sampled plans that
+    // chose the precision the truth did (all of them, where the precision is clear).
+    const TuneChoice precision = find(truth, TuneOption::ModelPrecision)->value;
     for (const auto& d : truth) {
       ++decisions;
       bool is_clear = clear_of_margin(d);
@@ -237,6 +246,7 @@ TEST_CASE("random machines: the sampled plan decides as the whole trials whereve
       ++clear;
       ++checked[std::string(to_string(d.option)) + " " + to_string(d.value)];
       for (const auto& s : sampled) {
+        if (d.option != TuneOption::ModelPrecision && find(s, TuneOption::ModelPrecision)->value != precision) continue;
         const auto* sd = find(s, d.option);
         INFO("scenario " << scenario << " (img_size " << size << "): " << to_string(d.option));
         REQUIRE(sd != nullptr);

@@ -7,9 +7,11 @@
 // first frame (issue 38). Sampled, the same trials run on a part and are scaled:
 //  - a windowed block, and every part of a block but its attention, costs per token:
 //    k times the block on 1/k of the tokens (whole mask units);
-//  - global attention costs queries x keys: k times 1/k of the query rows against every key.
+//  - global attention costs a part per call that grows with the keys (K and V laid out
+//    once) and a part per query row against every key: 1/k and 1/(4k) of the rows, timed
+//    against every key, give both, and the whole is extrapolated to every row.
 // So a global block over N tokens is estimated as
-//    k * (block(N/k) - attention(N/k rows, N/k keys) + attention(N/k rows, N keys)).
+//    k * (block(N/k) - attention(N/k rows, N/k keys)) + attention(all rows, N keys).
 // Both ways answer the same questions with the same candidates; a test runs the deciders
 // on both over one fake machine and checks they decide alike wherever the sides differ by
 // more than the plan's margin (test_plan_deciders.cpp). Torch-free: the runs themselves are
@@ -78,6 +80,8 @@ class RunMeasurements final : public Measurements {
   }
 
  private:
+  /// Every row of a global block's attention against every key, from sampled rows.
+  double global_attention(BlockAt at, TrialType type, bool native);
   const TrialBlockShape& shape(BlockAt at) const { return shapes_[static_cast<size_t>(at)]; }
   int64_t factor(BlockAt at) const { return sampled_ ? sampling_factor(shape(at)) : 1; }
   TrialRuns& runs_;
