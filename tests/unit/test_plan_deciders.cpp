@@ -155,8 +155,8 @@ TEST_CASE("fast bf16 (a Zen 5): bfloat16, its kernel in both global stages, the 
   const auto& p = the(r, TuneOption::ModelPrecision);
   std::map<std::string, double> t(p.times_ms.begin(), p.times_ms.end());
   const double blk32 = 100 * 0.8 * 0.8, ref32 = 10 * 0.7;
-  CHECK(t.at("float32") == Approx(blk32 * 24 + 2 * 40 + 4 * 16 * ref32));
-  CHECK(t.at("bfloat16") == Approx(50 * 0.8 * 24 + 2 * 20 + 4 * 16 * 5));
+  CHECK(t.at("float32") == Approx(blk32 * 24 + 2 * 40 + 4 * 32 * ref32));
+  CHECK(t.at("bfloat16") == Approx(50 * 0.8 * 24 + 2 * 20 + 4 * 32 * 5));
   CHECK(r.model.model_precision == Precision::BFloat16);
   CHECK(r.model.native_attention == AutoSwitch::Auto);  // per stage, from the decisions
   CHECK(r.engine.onednn_linear == AutoSwitch::Off);      // float32-only paths: off in bfloat16

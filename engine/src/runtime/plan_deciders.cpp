@@ -287,7 +287,7 @@ TrialType trial_type(Precision p) {
 }
 
 double PlanFacts::frame_estimate(double block3, double decoder, double refiner) const {
-  const double strips = static_cast<double>(img_size) / static_cast<double>(std::min<int64_t>(64, img_size));
+  const double strips = static_cast<double>(img_size) / static_cast<double>(std::min<int64_t>(kRefinerStripRows, img_size));
   return block3 * static_cast<double>(blocks) + 2 * decoder + 4 * strips * refiner;
 }
 

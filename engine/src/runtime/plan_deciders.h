@@ -40,7 +40,8 @@ class Measurements {
   virtual double attention(int stage, bool native) = 0;
   /// One decoder head.
   virtual double decoder(TrialType type) = 0;
-  /// One dilated refiner block on a 64-row strip; `winograd`: its convolutions by Winograd.
+  /// One dilated refiner block on a strip of kRefinerStripRows full-width rows; `winograd`:
+  /// its convolutions by Winograd.
   virtual double refiner_block(TrialType type, bool winograd) = 0;
   /// The refiner on one row of tiles, whole-image path and exact tiler, scaled to a frame.
   virtual std::pair<double, double> refiner_tiling(TrialType type, bool winograd) = 0;
@@ -96,9 +97,14 @@ struct PlanFacts {
   bool whole_fits(Precision p) const { return p == Precision::Float32 ? whole_fits_4 : whole_fits_2; }
   /// Milliseconds per frame from block trials, by how often each block runs in a forward:
   /// every encoder block as the stage-3 block, two decoder heads, the refiner's four
-  /// residual blocks over img_size / 64 strips.
+  /// residual blocks over img_size / kRefinerStripRows strips.
   double frame_estimate(double block3, double decoder, double refiner) const;
 };
+
+/// Rows of the refiner strip a refiner trial runs on. The refiner costs the same per row, and
+/// 32 rows (64 until issue 38) keep every convolution's work per call large while halving
+/// what an emulated bfloat16 block costs a CPU without it (0.71 s at 1024 on a Zen 3).
+constexpr int64_t kRefinerStripRows = 32;
 
 /// Faster by more than this share, or the more exact / simpler candidate stays: single
 /// trials on a shared machine vary by a few percent.

@@ -296,9 +296,8 @@ struct Trials final : TrialRuns {
     });
   }
 
-  /// One dilated refiner block on a full-width strip of kStripRows rows; `winograd`: its
-  /// float32 convolutions by Winograd (model/conv.h).
-  static constexpr int64_t kStripRows = 64;
+  /// One dilated refiner block on a full-width strip of kRefinerStripRows rows; `winograd`:
+  /// its float32 convolutions by Winograd (model/conv.h).
   double refiner_block(TrialType type, bool winograd) override {
     return guarded([&] {
       model::functional::WinogradConvScope conv(winograd);
@@ -307,7 +306,7 @@ struct Trials final : TrialRuns {
       blk->eval();
       blk->to(dtype);
       if (opt.channels_last) conv_weights_channels_last(*blk);
-      auto x = random_input({1, cfg.refiner_channels, std::min(kStripRows, cfg.img_size), cfg.img_size}, type)
+      auto x = random_input({1, cfg.refiner_channels, std::min(kRefinerStripRows, cfg.img_size), cfg.img_size}, type)
                    .contiguous(layout);
       const std::string tag = std::string(type_name(type)) + (winograd ? " winograd" : " direct");
       return time_ms(tag, [&] { blk->forward(x); });
@@ -326,11 +325,13 @@ struct Trials final : TrialRuns {
       if (opt.channels_last) conv_weights_channels_last(*ref);
       const int64_t t = opt.tile_size;
       auto x = random_input({1, 7, t, std::min(cfg.img_size, 2 * t)}, type).contiguous(layout);
-      // Warm-up on a single tile: the fused GroupNorm's start-up self-test and the first
-      // primitives would otherwise be charged to whichever path runs first. The timed runs
+      // Warm-up on a quarter of a tile through both paths: the fused GroupNorm's start-up
+      // self-test and each path's first call would otherwise be charged to whichever runs
+      // first (a whole tile cost 0.5 s more at 1024 and told nothing more). The timed runs
       // then go as time_ms says: a row of tiles is an eighth of the frame at 1024 with 256 px tiles.
       {
-        auto one = x.narrow(3, 0, std::min(t, x.size(3))).contiguous(layout);
+        const int64_t q = std::max<int64_t>(t / 2, 32);
+        auto one = x.narrow(2, 0, std::min(q, x.size(2))).narrow(3, 0, std::min(q, x.size(3))).contiguous(layout);
         opt.fused_refiner ? ref->forward_fused(one) : ref->forward_input(one);
         model::tiled_refiner_forward(*ref, one, {t});
       }
