@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/plan_deciders.h"
+#include "unit/plan_options.h"
 
 #include <map>
 #include <stdexcept>
@@ -15,6 +16,8 @@
 
 using namespace corridorkey;
 using namespace corridorkey::detail;
+using corridorkey::test::open_engine;
+using corridorkey::test::open_model;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -80,23 +83,6 @@ PlanFacts base_plus_1024() {
   return f;
 }
 
-/// The optimized profile's fields the plan may decide, all open.
-ModelOptions open_model() {
-  ModelOptions m;
-  m.model_precision = Precision::Auto;
-  m.flash_attention = true;
-  m.native_attention = AutoSwitch::Auto;
-  m.channels_last = true;
-  m.tune = TuneMode::Auto;
-  return m;
-}
-EngineSettings open_engine() {
-  EngineSettings e;
-  e.onednn_linear = e.winograd_conv = AutoSwitch::Auto;
-  e.tiled_refiner = RefinerTiling::Auto;
-  e.tile_size = 512;
-  return e;
-}
 
 /// Every decision as "option value source" lines, in order.
 std::string listed(const std::vector<TuneDecision>& ds) {

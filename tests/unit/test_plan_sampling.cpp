@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/plan_trials.h"
+#include "unit/plan_options.h"
 
 #include <cstdint>
 #include <map>
@@ -17,6 +18,8 @@
 
 using namespace corridorkey;
 using namespace corridorkey::detail;
+using corridorkey::test::open_engine;
+using corridorkey::test::open_model;
 
 namespace {
 
@@ -131,21 +134,6 @@ struct FakeRuns final : TrialRuns {
   }
 };
 
-ModelOptions open_model() {
-  ModelOptions m;
-  m.model_precision = Precision::Auto;
-  m.flash_attention = true;
-  m.native_attention = AutoSwitch::Auto;
-  m.tune = TuneMode::Auto;
-  return m;
-}
-EngineSettings open_engine() {
-  EngineSettings e;
-  e.onednn_linear = e.winograd_conv = AutoSwitch::Auto;
-  e.tiled_refiner = RefinerTiling::Auto;
-  e.tile_size = 512;
-  return e;
-}
 
 std::vector<TuneDecision> decide(FakeRuns& runs, const PlanFacts& f, bool sampled) {
   RunMeasurements measured(runs, shapes_of(runs.dims), sampled);

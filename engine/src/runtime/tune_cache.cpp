@@ -493,27 +493,37 @@ bool is_plan_file_name(const std::string& n) {
   return n.size() == 26 && n.rfind("plan-", 0) == 0 && n.compare(21, 5, ".json") == 0;
 }
 
+/// A one-entry file of this engine's (a plan file, a rate file): its text parsed, and `st`
+/// told whether it is ours. Ours: a JSON object naming `format`, with only the keys
+/// "format", "version", "key" and `payload`, each once (anything else would be lost when
+/// rewritten). A newer engine's (a higher "version") is marked and left unread: the caller
+/// returns then. Throws ModelError naming the file for anything not ours.
+json::Value parse_own_file(const std::string& path, const std::string& text, const char* what,
+                           const char* format, const char* payload, FileState& st) {
+  auto root = json::parse(text, path, {what, kMaxCacheBytes});
+  CK_CHECK(root.kind == json::Value::Kind::Object, ModelError, path, ": not a JSON object");
+  std::set<std::string> top;
+  bool only_ours = true;
+  for (const auto& k : root.keys)
+    only_ours = only_ours && (k == "format" || k == "version" || k == "key" || k == payload) && top.insert(k).second;
+  st.ours = only_ours && text_of(root.find("format")) == format;
+  CK_CHECK(st.ours, ModelError, path, ": not a ", what, " file of this engine (no \"format\": \"", format, "\")");
+  const auto* v = root.find("version");
+  if (v && v->kind == json::Value::Kind::Int && v->i > kCacheVersion) {
+    st.newer = true;
+    st.error = "is from a newer engine (" + std::string(what) + " version " + std::to_string(v->i) + "), left as it is";
+  }
+  return root;
+}
+
 /// One plan file: its state (as read_file's, for the refusal rules) and the plan.
 FileState read_plan_file(const std::string& path, const std::string* want_key) {
   FileState st;
   const std::string text = read_text(path, st);
   if (!st.error.empty() || !st.exists) return st;
   try {
-    const auto root = json::parse(text, path, {"tune plan", kMaxCacheBytes});
-    CK_CHECK(root.kind == json::Value::Kind::Object, ModelError, path, ": not a JSON object");
-    std::set<std::string> top;
-    bool only_ours = true;
-    for (const auto& k : root.keys)
-      only_ours = only_ours && (k == "format" || k == "version" || k == "key" || k == "plan") && top.insert(k).second;
-    st.ours = only_ours && text_of(root.find("format")) == kPlanFormatName;
-    CK_CHECK(st.ours, ModelError, path, ": not a plan file of this engine (no \"format\": \"", kPlanFormatName,
-             "\")");
-    const auto* v = root.find("version");
-    if (v && v->kind == json::Value::Kind::Int && v->i > kCacheVersion) {
-      st.newer = true;
-      st.error = "is from a newer engine (plan version " + std::to_string(v->i) + "), left as it is";
-      return st;
-    }
+    const auto root = parse_own_file(path, text, "tune plan", kPlanFormatName, "plan", st);
+    if (st.newer) return st;
     const std::string key = text_of(root.find("key"));
     CK_CHECK(!key.empty() && root.find("plan"), ModelError, path, ": no \"key\" and \"plan\"");
     if (want_key && key != *want_key) return st;  // another key of the same hash: no plan here
@@ -612,20 +622,8 @@ FileState read_rate_file(const std::string& path, const std::string& key, double
   const std::string text = read_text(path, st);
   if (!st.error.empty() || !st.exists) return st;
   try {
-    const auto root = json::parse(text, path, {"measured rate", kMaxCacheBytes});
-    CK_CHECK(root.kind == json::Value::Kind::Object, ModelError, path, ": not a JSON object");
-    std::set<std::string> top;
-    bool only_ours = true;
-    for (const auto& k : root.keys)
-      only_ours = only_ours && (k == "format" || k == "version" || k == "key" || k == "value") && top.insert(k).second;
-    st.ours = only_ours && text_of(root.find("format")) == kRateFormatName;
-    CK_CHECK(st.ours, ModelError, path, ": not a rate file of this engine");
-    const auto* v = root.find("version");
-    if (v && v->kind == json::Value::Kind::Int && v->i > kCacheVersion) {
-      st.newer = true;
-      st.error = "is from a newer engine, left as it is";
-      return st;
-    }
+    const auto root = parse_own_file(path, text, "measured rate", kRateFormatName, "value", st);
+    if (st.newer) return st;
     const double x = number_of(root.find("value"));
     if (text_of(root.find("key")) == key && std::isfinite(x) && x > 0) value = x;
   } catch (const std::exception& e) {
