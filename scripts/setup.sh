@@ -20,6 +20,10 @@ OPENCV_PY_VERSION=4.11.0.86 # tools/reference_clip_loop.py: OpenCV post-processi
 NUMPY_SPEC="numpy<3"
 SAFETENSORS_VERSION=0.8.0  # tests write their .safetensors fixtures with the package itself
 COLOUR_SCIENCE_VERSION=0.4.7 # tests: an independent LogC4 / AWG4 / gamut implementation (unit.colour_science)
+NANOBIND_VERSION=3.1.0     # the Python module's bindings (python/)
+SKBUILD_VERSION=1.1.2      # ... and its build backend, scikit-build-core
+PYTEST_VERSION=9.2.0       # the Python module's tests (tests/python)
+OIIO_PY_VERSION=3.2.2.0    # tools/examples: a LogC3 EXR read and the matte written with PyPI's openimageio
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${CK_VENV:-$HOME/.cache/corridorkey-engine/venv-torch$TORCH_VERSION}
@@ -38,7 +42,8 @@ apt_pkgs=(build-essential cmake ninja-build ccache git pkg-config python3-venv
           libopencolorio-dev python3-pyopencolorio  # colour spaces (engine/src/colour); the
                                                     # round-trip test encodes with OCIO's Python
           libopenimageio-dev openimageio-tools      # DPX plates; tests write DPX with oiiotool
-          locales)   # locale sources: test_locale.cpp builds de_DE.UTF-8 with localedef
+          locales    # locale sources: test_locale.cpp builds de_DE.UTF-8 with localedef
+          python3-dev patchelf)  # the Python module (python/): headers, the wheel's RPATHs
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -76,6 +81,15 @@ if ! "$venv/bin/openjd" --version >/dev/null 2>&1; then
   log "installing openjd-cli $OPENJD_VERSION into the venv"
   "$venv/bin/pip" install -q "openjd-cli==$OPENJD_VERSION"
 fi
+if ! "$venv/bin/python" -c "
+import importlib.metadata as m, sys
+want = {'nanobind': '$NANOBIND_VERSION', 'scikit_build_core': '$SKBUILD_VERSION', 'pytest': '$PYTEST_VERSION',
+        'openimageio': '$OIIO_PY_VERSION'}
+sys.exit(any(m.version(k) != v for k, v in want.items()))" >/dev/null 2>&1; then
+  log "installing nanobind, scikit-build-core, pytest and openimageio into the venv (the Python module)"
+  "$venv/bin/pip" install -q "nanobind==$NANOBIND_VERSION" "scikit-build-core==$SKBUILD_VERSION" \
+      "pytest==$PYTEST_VERSION" "openimageio==$OIIO_PY_VERSION"
+fi
 log "venv ok: $("$venv/bin/python" -c 'import torch,timm;print("torch",torch.__version__,"cuda",torch.version.cuda,"timm",timm.__version__)')"
 
 [ "${CK_SKIP_BUILD:-0}" = 1 ] && exit 0
@@ -86,3 +100,9 @@ gen=()
 cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DCK_PYTHON="$venv/bin/python" ${CK_CMAKE_ARGS:-}
 cmake --build "$build" --parallel "${CK_JOBS:-$(nproc)}"
+
+# ---- 4. the Python module into the venv ---------------------------------------
+# On the build above (python/CMakeLists.txt installs it from $build); no build isolation,
+# which would download torch again. docs/python.md.
+log "installing the corridorkey Python module into the venv"
+"$venv/bin/pip" install -q --no-build-isolation --no-deps -C "cmake.define.CK_ENGINE_BUILD=$build" "$root/python"

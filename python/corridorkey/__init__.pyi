@@ -1,0 +1,78 @@
+"""Type stubs of corridorkey (docs/python.md)."""
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from os import PathLike
+from typing import Any, Literal, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+class Error(Exception): ...
+class ConfigError(Error, ValueError): ...
+class IoError(Error, OSError): ...
+class ModelError(Error): ...
+class DeviceError(Error): ...
+
+OutputName = Literal["matte", "fg", "processed", "comp"]
+Screen = Literal["auto", "green", "blue"]
+
+class FrameTimings(TypedDict):
+    preprocess_ms: float
+    infer_ms: float
+    postprocess_ms: float
+    total_ms: float
+    call_ms: float
+
+class Model:
+    """Loaded weights that engines share (one copy in memory)."""
+
+    @staticmethod
+    def load(
+        checkpoint: str | PathLike[str] | None = None,
+        *,
+        profile: str = "optimized",
+        device: str = "auto",
+        img_size: int = 0,
+        **model_overrides: Any,
+    ) -> Model: ...
+    def engine(self, **engine_overrides: Any) -> Engine: ...
+    @property
+    def checkpoint(self) -> str: ...
+    @property
+    def arch(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def img_size(self) -> int: ...
+    @property
+    def parameters(self) -> int: ...
+
+class Engine:
+    """Keys frames on a Model's weights; calls on one engine are serialised."""
+
+    def info(self) -> dict[str, Any]: ...
+    def process_frame(
+        self,
+        plate: npt.ArrayLike,
+        hint: npt.ArrayLike | None = None,
+        *,
+        screen: Screen = "auto",
+        input_colorspace: str = "srgb",
+        outputs: Sequence[OutputName] = ("matte", "fg", "processed", "comp"),
+        out: Mapping[OutputName, npt.NDArray[np.float16] | npt.NDArray[np.float32]] | None = None,
+    ) -> dict[str, Any]:
+        """Keys a frame (HxWxC, HxW grey) or a batch (BxHxWxC). Returns the outputs asked for
+        as float32 arrays (or the `out` arrays, written in place) and 'screen', 'swapped',
+        'linear', 'checkpoint', 'warnings', 'timings' (FrameTimings)."""
+
+def run_inference(
+    clips: str | PathLike[str] | Iterable[str | PathLike[str]],
+    *,
+    profile: str = "optimized",
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    **overrides: Any,
+) -> dict[str, Any]: ...
+def info() -> dict[str, Any]: ...
+def set_log_handler(handler: Callable[[int, str], None] | None) -> None: ...

@@ -1,0 +1,279 @@
+// Engine.process_frame: numpy arrays, buffers and CPU DLPack tensors in and out with no
+// copy here. A plate or hint is read where it lies through an ImageView of its strides (the
+// engine's conversion to float is the only copy); outputs are the engine's own buffers,
+// handed to numpy, or written into the caller's arrays (`out`).
+//
+// Per frame it is `corridorkey-engine inference`'s frame: key_frame (reading, NaN clean-up,
+// colour, a generated hint where none is given, the backing estimated where it is "auto",
+// the green/blue swap, the model, the resize) then finish_frame (despeckle, despill,
+// premultiply, comp), with the engine's post-processing settings.
+#include "binding.h"
+
+#include <corridorkey/errors.h>
+#include <corridorkey/frame.h>
+#include <corridorkey/hint.h>
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <chrono>
+#include <initializer_list>
+#include <optional>
+#include <tuple>
+#include <cstring>
+#include <thread>
+
+namespace corridorkey::python {
+namespace {
+
+using Array = nb::ndarray<nb::ro>;  // any dtype, shape, strides and device: checked below
+
+const char* dtype_name(nb::dlpack::dtype t) {
+  if (t == nb::dtype<uint8_t>()) return "uint8";
+  if (t == nb::dtype<uint16_t>()) return "uint16";
+  if (t == nb::dtype<float>()) return "float32";
+  if (t.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Float) && t.bits == 16) return "float16";
+  if (t == nb::dtype<double>()) return "float64";
+  return "an unsupported type";
+}
+
+template <class A>
+PixelType pixel_type(const A& a, const std::string& what, bool out) {
+  const auto t = a.dtype();
+  if (t.lanes == 1 && t.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Float) && t.bits == 16)
+    return PixelType::Float16;
+  if (t == nb::dtype<float>()) return PixelType::Float32;
+  if (!out && t == nb::dtype<uint8_t>()) return PixelType::UInt8;
+  if (!out && t == nb::dtype<uint16_t>()) return PixelType::UInt16;
+  throw ConfigError(what + ": dtype " + dtype_name(t) + " is not taken (" +
+                    (out ? "float16 or float32" : "uint8, uint16, float16 or float32") + ")");
+}
+
+/// Frames (1, or B of a leading batch dimension), height, width, channels of an image array.
+struct Layout {
+  int64_t frames = 1, height = 0, width = 0, channels = 1;
+  int64_t frame_stride = 0;  // bytes between frames
+  size_t row_stride = 0;     // bytes between rows
+};
+
+/// An image array's layout: [B,]H,W[,C], B present when `batched`, C in `channels` (a
+/// missing C is 1). The engine reads interleaved pixels along a row and rows at any
+/// stride: channel stride 1, pixel stride C. Anything else (a Fortran-ordered, transposed
+/// or channel-sliced array) is refused with its strides, never read the wrong way.
+template <class A>
+Layout layout_of(const A& a, const std::string& what, std::initializer_list<int64_t> channels, bool batched) {
+  if (a.device_type() != nb::device::cpu::value)
+    throw ConfigError(what + ": a tensor on a " + (a.device_type() == nb::device::cuda::value ? "CUDA" : "non-CPU") +
+                      " device; the engine keys from host memory (move it first, e.g. tensor.cpu())");
+  const size_t nd = a.ndim(), b = batched ? 1 : 0;
+  std::string allowed;
+  for (const int64_t c : channels) allowed += (allowed.empty() ? "" : " or ") + std::to_string(c);
+  if (nd < b + 2 || nd > b + 3)
+    throw ConfigError(what + ": " + std::to_string(nd) + " dimensions; expected " + (batched ? "B x " : "") +
+                      "H x W" + " (x C, C " + allowed + ")");
+  Layout l;
+  const int64_t item = static_cast<int64_t>(a.itemsize());
+  if (b) {
+    l.frames = static_cast<int64_t>(a.shape(0));
+    l.frame_stride = a.stride(0) * item;
+  }
+  const bool has_c = nd == b + 3;
+  l.height = static_cast<int64_t>(a.shape(b));
+  l.width = static_cast<int64_t>(a.shape(b + 1));
+  l.channels = has_c ? static_cast<int64_t>(a.shape(b + 2)) : 1;
+  if (std::find(channels.begin(), channels.end(), l.channels) == channels.end())
+    throw ConfigError(what + ": " + std::to_string(l.channels) + " channel(s); expected " + allowed);
+  if (l.frames < 1 || l.height < 1 || l.width < 1) throw ConfigError(what + ": an empty array");
+  const int64_t cs = has_c ? a.stride(b + 2) : 1, ps = a.stride(b + 1), rs = a.stride(b);
+  if ((l.channels > 1 && cs != 1) || ps != l.channels || rs < l.width * l.channels ||
+      (l.frames > 1 && l.frame_stride < rs * l.height))
+    throw ConfigError(what + ": pixels must be interleaved within rows (strides in elements: channel 1, pixel " +
+                      std::to_string(l.channels) + ", row >= " + std::to_string(l.width * l.channels) +
+                      "); got channel " + std::to_string(cs) + ", pixel " + std::to_string(ps) + ", row " +
+                      std::to_string(rs) +
+                      (cs < 0 ? " (channels reversed, as [..., ::-1] makes of a BGR image?)"
+                              : " (a Fortran-ordered, transposed or channel-sliced array?)") +
+                      ": pass numpy.ascontiguousarray(" + what + ")");
+  l.row_stride = static_cast<size_t>(rs * item);
+  return l;
+}
+
+template <class A>
+ImageView view_of(const A& a, const Layout& l, PixelType t, int64_t frame) {
+  ImageView v;
+  v.data = static_cast<const uint8_t*>(a.data()) + frame * l.frame_stride;
+  v.width = static_cast<int>(l.width);
+  v.height = static_cast<int>(l.height);
+  v.channels = static_cast<int>(l.channels);
+  v.type = t;
+  v.row_stride_bytes = l.row_stride;
+  return v;
+}
+
+Screen screen_named(const std::string& s) {
+  if (s == "auto") return Screen::Auto;
+  if (s == "green") return Screen::Green;
+  if (s == "blue") return Screen::Blue;
+  throw ConfigError("screen: '" + s + "' is not auto, green or blue");
+}
+
+enum Want { kMatte = 1, kFg = 2, kProcessed = 4, kComp = 8 };
+
+int wanted(const std::vector<std::string>& outputs) {
+  int w = 0;
+  for (const auto& o : outputs) {
+    if (o == "matte") w |= kMatte;
+    else if (o == "fg") w |= kFg;
+    else if (o == "processed") w |= kProcessed;
+    else if (o == "comp") w |= kComp;
+    else throw ConfigError("outputs: '" + o + "' is not matte, fg, processed or comp");
+  }
+  if (!w) throw ConfigError("outputs: none asked for");
+  return w;
+}
+
+/// A float32 array owning the engine's buffer (no copy): [B,]H,W[,C].
+nb::object to_numpy(std::vector<float>&& pixels, int64_t frames, int64_t h, int64_t w, int64_t c, bool batch) {
+  auto* owner = new std::vector<float>(std::move(pixels));
+  nb::capsule free(owner, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+  std::vector<size_t> shape;
+  if (batch) shape.push_back(static_cast<size_t>(frames));
+  shape.push_back(static_cast<size_t>(h));
+  shape.push_back(static_cast<size_t>(w));
+  if (c > 1) shape.push_back(static_cast<size_t>(c));
+  return nb::cast(nb::ndarray<nb::numpy, float>(owner->data(), shape.size(), shape.data(), free));
+}
+
+/// One output for every frame: the engine's images (one frame), stacked (a batch), or
+/// written into the caller's array (`out`).
+struct OutputSlot {
+  const char* name;
+  int64_t channels;
+  nb::object out;          // the caller's array, or None
+  nb::ndarray<> out_array;
+  Layout out_layout;
+  PixelType out_type = PixelType::Float32;
+  std::vector<float> pixels;
+};
+
+}  // namespace
+
+void bind_frames(nb::class_<PyEngine>& engine) {
+  engine.def(
+      "process_frame",
+      [](PyEngine& e, Array plate, std::optional<Array> hint, const std::string& screen,
+         const std::string& input_colorspace, const std::vector<std::string>& outputs,
+         std::optional<nb::dict> out) {
+        // A plate is HxW (grey), HxWxC or BxHxWxC; the hint and `out` follow its batch.
+        const bool batch = plate.ndim() == 4;
+        const Layout pl = layout_of(plate, "plate", {1, 3, 4}, batch);
+        const PixelType pt = pixel_type(plate, "plate", false);
+        std::optional<Layout> hl;
+        PixelType ht = PixelType::Float32;
+        auto same_frames = [&](const Layout& l, const std::string& what) {
+          if (l.frames != pl.frames || l.height != pl.height || l.width != pl.width)
+            throw ConfigError(what + ": " + (batch ? std::to_string(l.frames) + " frame(s) of " : std::string()) +
+                              std::to_string(l.width) + "x" + std::to_string(l.height) + " against the plate's " +
+                              (batch ? std::to_string(pl.frames) + " of " : std::string()) +
+                              std::to_string(pl.width) + "x" + std::to_string(pl.height));
+        };
+        if (hint) {
+          hl = layout_of(*hint, "hint", {1}, batch);
+          ht = pixel_type(*hint, "hint", false);
+          same_frames(*hl, "hint");
+        }
+        const int want = wanted(outputs);
+        FrameSettings settings;
+        settings.screen = screen_named(screen);
+        settings.input_colorspace = input_colorspace;
+        std::vector<OutputSlot> slots;
+        for (auto [flag, name, c] : {std::tuple{kMatte, "matte", int64_t{1}}, std::tuple{kFg, "fg", int64_t{3}},
+                                     std::tuple{kProcessed, "processed", int64_t{4}}, std::tuple{kComp, "comp", int64_t{3}}})
+          if (want & flag) slots.push_back({name, c, nb::none(), {}, {}, PixelType::Float32, {}});
+        if (out) {
+          for (auto [k, v] : *out) {
+            const auto key = nb::cast<std::string>(k);
+            auto it = std::find_if(slots.begin(), slots.end(), [&](const OutputSlot& s) { return key == s.name; });
+            if (it == slots.end()) throw ConfigError("out['" + key + "']: not one of the outputs asked for");
+            const std::string what = "out['" + key + "']";
+            it->out_array = nb::cast<nb::ndarray<>>(v);
+            it->out_type = pixel_type(it->out_array, what, true);
+            it->out_layout = layout_of(it->out_array, what, {it->channels}, batch);
+            same_frames(it->out_layout, what);
+            it->out = nb::borrow(v);
+          }
+        }
+
+        nb::dict result;
+        RawFrame last;
+        std::vector<std::string> warnings;
+        double call_ms = 0;
+        {
+          // Every array is referenced by this call's arguments: it lives until the call returns.
+          nb::gil_scoped_release nogil;
+          const auto t0 = std::chrono::steady_clock::now();
+          std::lock_guard<std::mutex> serial(e.busy);
+          for (int64_t i = 0; i < pl.frames; ++i) {
+            FrameSource src;
+            src.plate_file = batch ? "plate[" + std::to_string(i) + "]" : "plate";
+            src.plate = image_from_view(view_of(plate, pl, pt, i));
+            if (hint) {
+              src.hint_file = batch ? "hint[" + std::to_string(i) + "]" : "hint";
+              src.hint = image_from_view(view_of(*hint, *hl, ht, i));
+            }
+            RawFrame raw = key_frame(*e.engine, nullptr, std::move(src), settings);
+            // A batch is estimated once, as a clip is: its first frame's backing keys the rest.
+            settings.screen = raw.backing;
+            PostSettings post = post_settings(e.engine->options(), raw.backing);
+            post.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+            FinishedFrame done = finish_frame(raw, post, want & kProcessed, want & kComp);
+            for (auto& s : slots) {
+              Image& img = s.channels == 1 ? raw.alpha : s.channels == 4 ? done.processed
+                           : std::string(s.name) == "fg" ? raw.fg : done.comp;
+              if (!s.out.is_none()) {
+                copy_to_view(img, {static_cast<uint8_t*>(s.out_array.data()) + i * s.out_layout.frame_stride,
+                                   static_cast<int>(pl.width), static_cast<int>(pl.height),
+                                   static_cast<int>(s.channels), s.out_type, s.out_layout.row_stride});
+              } else if (batch) {
+                if (s.pixels.empty()) s.pixels.reserve(img.pixels.size() * static_cast<size_t>(pl.frames));
+                s.pixels.insert(s.pixels.end(), img.pixels.begin(), img.pixels.end());
+              } else {
+                s.pixels = std::move(img.pixels);
+              }
+            }
+            warnings.insert(warnings.end(), raw.warnings.begin(), raw.warnings.end());
+            last = std::move(raw);
+          }
+          call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        }
+        for (auto& s : slots)
+          result[s.name] = !s.out.is_none() ? s.out
+                                            : to_numpy(std::move(s.pixels), pl.frames, pl.height, pl.width, s.channels, batch);
+        result["screen"] = last.backing == Screen::Blue ? "blue" : "green";
+        result["swapped"] = last.swapped;
+        result["linear"] = last.linear;
+        result["checkpoint"] = last.checkpoint;
+        result["warnings"] = warnings;
+        nb::dict t;  // the last frame's stages
+        t["preprocess_ms"] = last.timings.preprocess_ms;
+        t["infer_ms"] = last.timings.infer_ms;
+        t["postprocess_ms"] = last.timings.postprocess_ms;
+        t["total_ms"] = last.timings.total_ms;
+        t["call_ms"] = call_ms;  // every frame of the call in C++, GIL released: the rest is the binding's
+        result["timings"] = t;
+        return result;
+      },
+      nb::arg("plate"), nb::arg("hint").none() = nb::none(), nb::kw_only(), nb::arg("screen") = "auto",
+      nb::arg("input_colorspace") = "srgb",
+      nb::arg("outputs") = std::vector<std::string>{"matte", "fg", "processed", "comp"},
+      nb::arg("out").none() = nb::none(),
+      "Keys a frame (HxWxC, C 3 or 4) or a batch (BxHxWxC) as `inference` keys a clip's frame: "
+      "hint None is generated, screen 'auto' is estimated (once per batch), NaNs are cleaned. "
+      "Returns a dict of float32 arrays (matte HxW, fg HxWx3 sRGB straight, processed HxWx4 "
+      "linear premultiplied, comp HxWx3 sRGB) and what was found (screen, warnings, timings).");
+}
+
+}  // namespace corridorkey::python
