@@ -20,6 +20,7 @@ OPENCV_PY_VERSION=4.11.0.86 # tools/reference_clip_loop.py: OpenCV post-processi
 NUMPY_SPEC="numpy<3"
 SAFETENSORS_VERSION=0.8.0  # tests write their .safetensors fixtures with the package itself
 COLOUR_SCIENCE_VERSION=0.4.7 # tests: an independent LogC4 / AWG4 / gamut implementation (unit.colour_science)
+PLAYWRIGHT_VERSION=1.65.3  # tests: `review` in a real browser (Debian's chromium; Playwright's own browser download is not used)
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${CK_VENV:-$HOME/.cache/corridorkey-engine/venv-torch$TORCH_VERSION}
@@ -38,7 +39,9 @@ apt_pkgs=(build-essential cmake ninja-build ccache git pkg-config python3-venv
           libopencolorio-dev python3-pyopencolorio  # colour spaces (engine/src/colour); the
                                                     # round-trip test encodes with OCIO's Python
           libopenimageio-dev openimageio-tools      # DPX plates; tests write DPX with oiiotool
-          locales)   # locale sources: test_locale.cpp builds de_DE.UTF-8 with localedef
+          locales    # locale sources: test_locale.cpp builds de_DE.UTF-8 with localedef
+          libcpp-httplib-dev  # `review`: the HTTP server (cpp-httplib 0.11, built as a library)
+          chromium)  # `review`'s tests drive it headless through Playwright
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -71,6 +74,10 @@ fi
 if ! "$venv/bin/python" -c "import colour, sys; sys.exit(colour.__version__ != '$COLOUR_SCIENCE_VERSION')" >/dev/null 2>&1; then
   log "installing colour-science $COLOUR_SCIENCE_VERSION into the venv (colour tests)"
   "$venv/bin/pip" install -q "colour-science==$COLOUR_SCIENCE_VERSION"
+fi
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('playwright') != '$PLAYWRIGHT_VERSION')" >/dev/null 2>&1; then
+  log "installing playwright $PLAYWRIGHT_VERSION into the venv (review tests; runs Debian's chromium)"
+  "$venv/bin/pip" install -q "playwright==$PLAYWRIGHT_VERSION"
 fi
 if ! "$venv/bin/openjd" --version >/dev/null 2>&1; then
   log "installing openjd-cli $OPENJD_VERSION into the venv"
