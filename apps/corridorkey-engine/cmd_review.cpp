@@ -44,6 +44,11 @@ void add_review(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 20))->capture_default_str();
   cmd->callback([args, c, cache_mb, &exit_code] {
     c->engine = args->engine();
+    c->engine_for = [args](const std::string& profile) {
+      OptionArgs a = *args;
+      a.profile = profile;
+      return a.engine();
+    };
     c->cache_mb = *cache_mb;
     c->cli = self_path();
     cancel_on_signal(&g_stop);  // the first signal stops the server cleanly, a second at once

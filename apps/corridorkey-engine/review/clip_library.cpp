@@ -160,6 +160,28 @@ std::string ClipLibrary::raw_file(const std::string& root_index, const std::stri
   return checked((fs::path(roots_[std::stoul(root_index)]) / rel).string());
 }
 
+std::string ClipLibrary::writable_folder(const std::string& dir) const {
+  auto allowed = [&](const std::string& real) {
+    for (const auto& a : allowed_)
+      if (under(real, a)) return true;
+    return false;
+  };
+  std::error_code ec;
+  // The folder that holds it is checked before anything is made: a clip folder that is a
+  // link out of the roots gets no Output/ made through it.
+  const auto parent = fs::canonical(fs::path(dir).parent_path(), ec);
+  if (ec) throw HttpError(404, dir + ": its folder does not exist");
+  if (!allowed(parent.string()))
+    throw HttpError(403, dir + ": refused: it lies outside the roots and output folders this review serves");
+  fs::create_directories(dir, ec);
+  const auto real = fs::canonical(dir, ec);
+  if (ec || !fs::is_directory(real)) throw HttpError(500, dir + ": cannot make the folder");
+  if (!allowed(real.string()))
+    throw HttpError(403, dir + ": refused: its real path " + real.string() +
+                             " lies outside the roots and output folders this review serves");
+  return real.string();
+}
+
 std::string ClipLibrary::raw_link(const std::string& path) const {
   std::error_code ec;
   const auto real = fs::canonical(path, ec).string();
@@ -256,7 +278,9 @@ json ClipLibrary::details(const ClipEntry& c) {
   const auto first = l.input.video.empty() ? l.input.files.front() : l.input.video;
   try {
     const auto pc = plate_colour(first, plate_colorspace(c), config_.ocio_config);
-    d["plate_colour"] = {{"name", pc.name}, {"why", pc.why}};
+    const bool keyed = run.is_object() && run.contains("input_colorspace_why") && run["input_colorspace_why"].is_string();
+    d["plate_colour"] = {{"name", pc.name},
+                         {"why", keyed ? "as keyed: " + run["input_colorspace_why"].get<std::string>() : pc.why}};
   } catch (const std::exception& e) {
     d["plate_colour"] = {{"error", e.what()}};
   }

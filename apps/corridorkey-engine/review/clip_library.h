@@ -56,6 +56,9 @@ class ClipLibrary {
   /// A file given as ROOT-INDEX and a relative path (/raw/...): '..', absolute paths, empty
   /// components, NUL and backslashes are refused before any lookup, then checked().
   std::string raw_file(const std::string& root_index, const std::string& relative) const;
+  /// A folder to write into (made when missing), by its real path: HttpError 403 when that
+  /// lies outside the roots and output folders.
+  std::string writable_folder(const std::string& dir) const;
   /// The /raw/ link of an existing file under a root ("" when it lies under none).
   std::string raw_link(const std::string& path) const;
 

@@ -57,7 +57,6 @@ namespace {
 
 int threads() { return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)); }
 
-/// "path:size:mtime": a file rewritten (by a key, by another tool) is a new entry.
 std::string stamp(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return path + ":missing";
@@ -145,6 +144,7 @@ Pixels show_linear(Image lin, const ViewParams& v, const std::string& ocio_confi
 
 /// sRGB-encoded RGB (an sRGB plate, a comp): as it is on the sRGB display at exposure 0.
 Pixels show_srgb(const Image& im, const ViewParams& v, const std::string& ocio_config) {
+  if (v.display.empty() && v.exposure == 0 && im.channels == 3) return quantize(im);  // no copy
   Image rgb = rgb_of(im);
   if (v.display.empty() && v.exposure == 0) return quantize(rgb);
   srgb_to_linear().apply(rgb, threads());
@@ -158,15 +158,23 @@ HttpError missing(const std::string& what, const ClipEntry& c, int frame) {
 
 }  // namespace
 
+std::string file_stamp(const std::string& path) { return stamp(path); }
+
 std::string encode_png(const Pixels& p, int zlevel) {
   const size_t row = static_cast<size_t>(p.width) * p.channels;
   // Filter "Sub" on every row: neighbouring pixels differ little, so the deltas compress
-  // well under run-length deflate, at a fraction of full deflate's time.
+  // well under run-length deflate, at a fraction of full deflate's time. Stored (level 0):
+  // no filter, nothing to gain.
+  const bool sub = zlevel > 0;
   std::vector<uint8_t> raw((row + 1) * static_cast<size_t>(p.height));
   for (int y = 0; y < p.height; ++y) {
     uint8_t* d = raw.data() + (row + 1) * static_cast<size_t>(y);
     const uint8_t* s = p.data.data() + row * static_cast<size_t>(y);
-    d[0] = 1;
+    d[0] = sub ? 1 : 0;
+    if (!sub) {
+      std::memcpy(d + 1, s, row);
+      continue;
+    }
     for (size_t i = 0; i < row; ++i) d[1 + i] = static_cast<uint8_t>(s[i] - (i >= static_cast<size_t>(p.channels) ? s[i - p.channels] : 0));
   }
   z_stream z{};

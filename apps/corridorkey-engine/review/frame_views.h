@@ -39,6 +39,9 @@ struct Pixels {
   std::vector<uint8_t> data;
 };
 
+/// "path:size:mtime": what a cache keys a file by (a file rewritten is a new entry).
+std::string file_stamp(const std::string& path);
+
 /// PNG (8-bit grey or RGB, no colour chunks: a browser draws the values as sRGB). zlib
 /// `level` 0..9: 1 for cached previews, 0 where encoding time counts more than size.
 std::string encode_png(const Pixels& p, int level);

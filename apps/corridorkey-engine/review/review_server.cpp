@@ -1,5 +1,6 @@
 // The HTTP side of `review`: one gate in front of every route (loopback Host, the token,
-// the Origin of POSTs, bounded requests), then the page's files and its JSON / PNG API.
+// the Origin of POSTs, bounded requests), then the page's files and its JSON / PNG API, and
+// the keys' progress as server-sent events.
 // Routes take clip ids and frame indexes, never paths, except /raw/, whose paths are
 // resolved under a root and checked (clip_library.h).
 #include "review/review_server.h"
@@ -7,10 +8,12 @@
 #include "review/assets.h"
 #include "review/clip_library.h"
 #include "review/frame_views.h"
+#include "review/key_jobs.h"
 #include "serve/channel.h"
 
 #include <corridorkey/colour.h>
 #include <corridorkey/errors.h>
+#include <corridorkey/profile.h>
 
 #include <httplib.h>
 
@@ -99,13 +102,15 @@ double number(const httplib::Request& req, const char* name, double dflt) {
 class Review {
  public:
   Review(const ReviewConfig& c, const std::atomic<bool>& stop)
-      : cfg_(c), stop_(stop), lib_(c), views_(lib_, c.cache_mb << 20), token_(random_token()) {}
+      : cfg_(c), stop_(stop), lib_(c), views_(lib_, c.cache_mb << 20), keying_(c, lib_, views_),
+        token_(random_token()) {}
 
   int run() {
     const Listen l = parse_listen(cfg_.listen);
     httplib::Server svr;
-    // Request threads: the page loads a handful of previews at once; 8 is plenty.
-    svr.new_task_queue = [] { return new httplib::ThreadPool(8); };
+    // Request threads: the page loads a handful of previews at once, and an event stream
+    // holds a thread for as long as it is open (at most kStreams).
+    svr.new_task_queue = [] { return new httplib::ThreadPool(8 + kStreams); };
     svr.set_payload_max_length(cfg_.max_body_bytes);
     svr.set_keep_alive_max_count(1000);
     svr.set_read_timeout(10, 0);
@@ -138,16 +143,34 @@ class Review {
       if (res.body.empty()) send_json(res, {{"error", "status " + std::to_string(res.status)}}, res.status);
     });
     routes(svr);
+    edit_routes(svr);
 
     port_ = l.port == 0 ? svr.bind_to_any_port(l.host) : (svr.bind_to_port(l.host, l.port) ? l.port : -1);
     CK_CHECK(port_ > 0, IoError, "--listen ", cfg_.listen, ": cannot bind (", std::strerror(errno), ")");
     origin_host_ = l.host == "::1" ? "[::1]:" + std::to_string(port_) : l.host + ":" + std::to_string(port_);
     cookie_name_ = "ck_review_" + std::to_string(port_);  // cookies are per host, not per port
+    // The conversions every preview uses are built before the first request needs them.
+    srgb_to_linear();
+    linear_to_display(cfg_.ocio_config, "");
     std::cout << "http://" << origin_host_ << "/?token=" << token_ << std::endl;
     std::thread server([&] { svr.listen_after_bind(); });
+    // The page opens on the first clip's first plate: made while the browser starts.
+    std::thread warm([this] {
+      try {
+        const auto clips = lib_.list()["clips"];
+        if (!clips.empty()) views_.png(*lib_.find(clips[0]["id"].get<std::string>()), 0, ViewParams{});
+      } catch (const std::exception&) {
+        // The page asks again, and shows the error then.
+      }
+    });
     while (!stop_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Event streams end, keys stop after their frames in flight (nothing partial), then the
+    // server closes.
+    stopping_ = true;
+    keying_.stop();
     svr.stop();
     server.join();
+    warm.join();
     return 130;
   }
 
@@ -243,6 +266,101 @@ class Review {
     });
   }
 
+  static json body_of(const httplib::Request& req) {
+    json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) throw HttpError(400, "the request body is not a JSON object");
+    return j;
+  }
+  static std::string text(const json& j, const char* key, const std::string& dflt = "") {
+    if (!j.contains(key)) {
+      if (!dflt.empty()) return dflt;
+      throw HttpError(400, std::string("missing '") + key + "'");
+    }
+    if (!j[key].is_string()) throw HttpError(400, std::string("'") + key + "' must be a string");
+    return j[key].get<std::string>();
+  }
+  std::shared_ptr<const ClipEntry> clip_of(const json& j) { return lib_.find(text(j, "clip")); }
+
+  void edit_routes(httplib::Server& svr) {
+    svr.Get("/api/profiles", [this](const httplib::Request&, httplib::Response& res) {
+      send_json(res, {{"profiles", builtin_profiles()}, {"default", cfg_.engine.profile}});
+    });
+    // A tweak: the frame keyed once by the loaded model, then post-processed only; the
+    // answer is the comp (or processed) as the views show it. Nothing is written.
+    svr.Post("/api/tweak", [this](const httplib::Request& req, httplib::Response& res) {
+      const json b = body_of(req);
+      const auto c = clip_of(b);
+      if (!b.contains("frame") || !b["frame"].is_number_integer()) throw HttpError(400, "'frame' must be an integer");
+      const int f = frame_index(*c, std::to_string(b["frame"].get<int64_t>()));
+      const auto view = text(b, "view", "comp");
+      if (view != "comp" && view != "processed") throw HttpError(400, "view: expected comp or processed");
+      ViewParams v;
+      v.view = view;
+      v.bg = text(b, "bg", "checker");
+      if (b.contains("exposure")) {
+        if (!b["exposure"].is_number()) throw HttpError(400, "'exposure' must be a number");
+        v.exposure = b["exposure"].get<double>();
+      }
+      if (b.contains("display")) v.display = text(b, "display");
+      v.validate();
+      json timings;
+      const Pixels p = keying_.tweak(*c, f, parse_tweak(b, cfg_.engine), view == "comp", v, timings);
+      const auto t0 = std::chrono::steady_clock::now();
+      // Stored, not deflated: a tweak's answer is used once, and deflating a 1920x1080
+      // frame cost more than sending it over loopback.
+      std::string png = encode_png(p, 0);
+      timings["encode_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      res.set_header("X-CK-Timings", timings.dump());
+      res.set_content(std::move(png), "image/png");
+    });
+    svr.Post("/api/settings", [this](const httplib::Request& req, httplib::Response& res) {
+      const json b = body_of(req);
+      const auto c = clip_of(b);
+      send_json(res, keying_.save_settings(*c, parse_tweak(b, cfg_.engine), text(b, "profile", cfg_.engine.profile)));
+    });
+    svr.Post("/api/key", [this](const httplib::Request& req, httplib::Response& res) {
+      const json b = body_of(req);
+      const auto c = clip_of(b);
+      send_json(res, {{"job", keying_.start(*c, text(b, "profile", cfg_.engine.profile), text(b, "screen", "auto"), nullptr)}});
+    });
+    svr.Post("/api/write", [this](const httplib::Request& req, httplib::Response& res) {
+      const json b = body_of(req);
+      const auto c = clip_of(b);
+      const PostTweak t = parse_tweak(b, cfg_.engine);
+      send_json(res, {{"job", keying_.start(*c, text(b, "profile", cfg_.engine.profile), "auto", &t)}});
+    });
+    svr.Post("/api/cancel", [this](const httplib::Request& req, httplib::Response& res) {
+      keying_.cancel(text(body_of(req), "job"));
+      send_json(res, {{"cancelled", true}});
+    });
+    svr.Get("/api/jobs", [this](const httplib::Request&, httplib::Response& res) {
+      send_json(res, {{"jobs", keying_.jobs()}});
+    });
+    // Progress: the jobs' state as an event whenever it changes (a comment each second keeps
+    // the stream and lets it end when the server stops).
+    svr.Get("/api/events", [this](const httplib::Request&, httplib::Response& res) {
+      if (streams_.fetch_add(1) >= kStreams) {
+        --streams_;
+        throw HttpError(503, "too many event streams open");
+      }
+      auto seen = std::make_shared<uint64_t>(~uint64_t{0});
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [this, seen](size_t, httplib::DataSink& sink) {
+            if (stopping_) {
+              sink.done();
+              return true;
+            }
+            const uint64_t v = keying_.wait(*seen, std::chrono::seconds(1));
+            const std::string msg = v != *seen ? "data: " + keying_.jobs().dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n"
+                                               : ": alive\n\n";
+            *seen = v;
+            return sink.write(msg.data(), msg.size());
+          },
+          [this](bool) { --streams_; });
+    });
+  }
+
   static void asset(httplib::Response& res, const std::string& name) {
     for (std::size_t i = 0; i < kAssetCount; ++i)
       if (name == kAssets[i].name) {
@@ -271,10 +389,14 @@ class Review {
     return j;
   }
 
+  static constexpr int kStreams = 4;
   const ReviewConfig& cfg_;
   const std::atomic<bool>& stop_;
   ClipLibrary lib_;
   FrameViews views_;
+  Keying keying_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> streams_{0};
   const std::string token_;
   int port_ = 0;
   std::string origin_host_, cookie_name_;

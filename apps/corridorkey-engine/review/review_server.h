@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct ReviewConfig {
   int64_t cache_mb = 1024;         // decoded frames and encoded previews kept (LRU)
   std::size_t max_body_bytes = std::size_t{1} << 20;  // POST bodies are small JSON
   EngineOptions engine;            // the model tweaks run on, and the keys' default profile
+  /// A key's options: `profile` with the command line's engine flags over it (ConfigError
+  /// for an unknown profile).
+  std::function<EngineOptions(const std::string& profile)> engine_for;
   std::string cli;                 // this binary, for the command lines the page shows
 };
 

@@ -78,6 +78,7 @@ export async function showFrame(f) {
     const a = over ? await over : await bitmap(viewURL(frame, side));
     const b = state.wipe !== null ? await bitmap(viewURL(frame, 'b')) : null;
     if (mine !== request) return;
+    viewer.wipe = state.wipe;
     viewer.show(a, b);
     message(state.clip.frames[frame].failed ? `frame failed: ${state.clip.frames[frame].failed}` : '');
     hook.shown = { frame, view, side, wipe: state.wipe, bg, exposure, display, key, tweak: !!over, at: performance.now() };
@@ -260,10 +261,13 @@ async function showFrameFiles(frame) {
 }
 on('frame', showFrameFiles);
 
+let clipSeq = 0;  // the latest clip asked for wins over one still loading
 export async function openClip(id) {
   if (state.playing) play(false);
+  const mine = ++clipSeq;
   try {
     const c = await getJSON('/api/clip?' + query({ id }));
+    if (mine !== clipSeq) return;
     if (!state.clip || state.clip.id !== id) state.frame = 0;  // another clip starts at its first frame
     state.clip = c;
     state.override = null;
@@ -282,9 +286,10 @@ export async function openClip(id) {
 /// The clip's details again (after a key wrote outputs); the previews are fetched anew.
 export async function refreshClip() {
   if (!state.clip) return;
+  const id = state.clip.id, seq = clipSeq;
   forget();
   await loadClips();
-  await openClip(state.clip.id);
+  if (seq === clipSeq) await openClip(id);  // unless another clip was chosen meanwhile
 }
 
 // ---- controls ------------------------------------------------------------------------
@@ -330,12 +335,9 @@ document.addEventListener('keydown', (e) => {
 });
 
 async function start() {
-  try {
-    const d = await getJSON('/api/displays');
+  getJSON('/api/displays').then((d) => {  // not waited for: the first frame needs none
     for (const o of d.displays) $('display').append(el('option', { value: o.value }, o.name));
-  } catch (e) {
-    message(String(e.message || e));
-  }
+  }, (e) => message(String(e.message || e)));
   setView(state.view);
   await loadClips();
   if (state.clips.length) await openClip(state.clips[0].id);
