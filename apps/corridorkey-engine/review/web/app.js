@@ -130,6 +130,7 @@ function play(on) {
   const start = performance.now(), first = state.frame;
   let shown = first, busy = false;
   state.dropped = 0;
+  hook.playLog = [];  // per frame shown: when it was asked for and when drawn (the tests read it)
   const tick = async () => {
     if (!state.playing) return;
     // The frame due now; one that is not ready in time is skipped, never waited for.
@@ -140,7 +141,9 @@ function play(on) {
       $('dropped').textContent = state.dropped ? `${state.dropped} dropped` : '';
       shown = due;
       busy = true;
+      const asked = performance.now();
       await showFrame(due);
+      hook.playLog.push({ frame: due, asked, drawn: performance.now() });
       busy = false;
     }
     requestAnimationFrame(tick);
