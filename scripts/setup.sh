@@ -24,6 +24,7 @@ NANOBIND_VERSION=3.1.0     # the Python module's bindings (python/)
 SKBUILD_VERSION=1.1.2      # ... and its build backend, scikit-build-core
 PYTEST_VERSION=9.2.0       # the Python module's tests (tests/python)
 OIIO_PY_VERSION=3.2.2.0    # tools/examples: a LogC3 EXR read and the matte written with PyPI's openimageio
+PLAYWRIGHT_VERSION=1.65.3  # tests: `review` in a real browser (Debian's chromium; Playwright's own browser download is not used)
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv=${CK_VENV:-$HOME/.cache/corridorkey-engine/venv-torch$TORCH_VERSION}
@@ -43,7 +44,9 @@ apt_pkgs=(build-essential cmake ninja-build ccache git pkg-config python3-venv
                                                     # round-trip test encodes with OCIO's Python
           libopenimageio-dev openimageio-tools      # DPX plates; tests write DPX with oiiotool
           locales    # locale sources: test_locale.cpp builds de_DE.UTF-8 with localedef
-          python3-dev patchelf)  # the Python module (python/): headers, the wheel's RPATHs
+          python3-dev patchelf  # the Python module (python/): headers, the wheel's RPATHs
+          libcpp-httplib-dev  # `review`: the HTTP server (cpp-httplib 0.11, built as a library)
+          chromium)  # `review`'s tests drive it headless through Playwright
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -76,6 +79,10 @@ fi
 if ! "$venv/bin/python" -c "import colour, sys; sys.exit(colour.__version__ != '$COLOUR_SCIENCE_VERSION')" >/dev/null 2>&1; then
   log "installing colour-science $COLOUR_SCIENCE_VERSION into the venv (colour tests)"
   "$venv/bin/pip" install -q "colour-science==$COLOUR_SCIENCE_VERSION"
+fi
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('playwright') != '$PLAYWRIGHT_VERSION')" >/dev/null 2>&1; then
+  log "installing playwright $PLAYWRIGHT_VERSION into the venv (review tests; runs Debian's chromium)"
+  "$venv/bin/pip" install -q "playwright==$PLAYWRIGHT_VERSION"
 fi
 if ! "$venv/bin/openjd" --version >/dev/null 2>&1; then
   log "installing openjd-cli $OPENJD_VERSION into the venv"

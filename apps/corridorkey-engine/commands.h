@@ -26,6 +26,7 @@ void add_convert(CLI::App& app, int& exit_code);
 void add_tune(CLI::App& app, int& exit_code);
 void add_serve(CLI::App& app, int& exit_code);
 void add_colorspaces(CLI::App& app, int& exit_code);
+void add_review(CLI::App& app, int& exit_code);
 /// The cached measured plans, one key line then one line per decision, for `info` and
 /// `profiles show`; `prefix` starts every line.
 void print_tune_plans(const char* prefix);

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   cli::add_tune(app, exit_code);
   cli::add_serve(app, exit_code);
   cli::add_colorspaces(app, exit_code);
+  cli::add_review(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

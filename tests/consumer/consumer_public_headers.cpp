@@ -1,6 +1,7 @@
 // A host application's view of the engine: only the public headers, compiled as C++17
 // WITHOUT LibTorch's include paths (see tests/CMakeLists.txt). Keys one synthetic frame
 // from memory with the bundled checkpoint and checks what it gets back.
+#include <corridorkey/clips.h>
 #include <corridorkey/colour.h>
 #include <corridorkey/engine.h>
 #include <corridorkey/errors.h>

@@ -90,6 +90,17 @@ std::vector<std::string> config_space_names(const std::string& file) {
   return v;
 }
 
+std::vector<std::string> config_display_views(const std::string& file) {
+  const auto cfg = load(file);
+  std::vector<std::string> v;
+  for (int d = 0; d < cfg->getNumDisplays(); ++d) {
+    const std::string display = cfg->getDisplay(d);
+    for (int i = 0; i < cfg->getNumViews(display.c_str()); ++i)
+      v.push_back(display + "/" + cfg->getView(display.c_str(), i));
+  }
+  return v;
+}
+
 Space resolve(const std::string& name, const std::string& ocio_config) {
   Space s;
   s.name = name;

@@ -47,5 +47,7 @@ Space resolve(const std::string& name, const std::string& ocio_config);
 
 /// The colour spaces of a config file (ConfigError when unreadable).
 std::vector<std::string> config_space_names(const std::string& file);
+/// Its displays and views as "DISPLAY/VIEW" (ConfigError when unreadable).
+std::vector<std::string> config_display_views(const std::string& file);
 
 }  // namespace corridorkey::colour

@@ -255,6 +255,16 @@ std::vector<Clip> discover_clips(const std::vector<std::string>& paths, std::vec
   return clips;
 }
 
+std::string output_folder(const Clip& c, const std::string& output_root) {
+  return (output_root.empty() ? fs::path(c.root) / "Output" : fs::path(output_root) / c.name).string();
+}
+
+std::string output_stem(const Clip& c, int index) {
+  if (!c.input.is_video()) return fs::path(c.input.frames[static_cast<size_t>(index)]).stem().string();
+  const auto s = std::to_string(index);
+  return std::string(s.size() < 5 ? 5 - s.size() : 0, '0') + s;
+}
+
 std::vector<int> parse_frame_ranges(const std::string& spec, int count, int* requested_max) {
   std::set<int> out;
   if (requested_max) *requested_max = 0;

@@ -40,6 +40,12 @@ bool natural_less(const std::string& a, const std::string& b);
 std::vector<Clip> discover_clips(const std::vector<std::string>& paths,
                                  std::vector<std::string>* skipped = nullptr);
 
+/// Where a run writes the clip's outputs: <root>/Output, or <output_root>/<name>.
+std::string output_folder(const Clip& clip, const std::string& output_root);
+/// The output file name (no extension) of input frame `index`: the plate's stem, or a
+/// video's 0-based index padded to 5 digits.
+std::string output_stem(const Clip& clip, int index);
+
 /// Parses "A-B[,C-D]" / "N" (1-based, inclusive) into a sorted list of 0-based indices
 /// below `count`. ConfigError for malformed or empty ranges. `requested_max`: the largest
 /// position asked for, which may lie past `count`.

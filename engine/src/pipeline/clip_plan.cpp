@@ -16,10 +16,6 @@ namespace corridorkey::pipeline {
 namespace fs = std::filesystem;
 
 namespace {
-std::string zero_pad(int i, int width) {
-  auto s = std::to_string(i);
-  return std::string(static_cast<size_t>(std::max(0, width - static_cast<int>(s.size()))), '0') + s;
-}
 /// Trailing frame number of a file's stem ("plate.0012.exr" -> 12), or -1 when none.
 long frame_number(const std::string& path) {
   const auto stem = fs::path(path).stem().string();
@@ -218,7 +214,7 @@ std::string name_list(const std::vector<std::string>& names) {
 }
 
 fs::path output_folder(const io::Clip& c, const InferenceOptions& job) {
-  return job.output_root.empty() ? fs::path(c.root) / "Output" : fs::path(job.output_root) / c.name;
+  return io::output_folder(c, job.output_root);
 }
 
 /// Two clips of one run writing to one folder would overwrite each other's frames (shots
@@ -431,8 +427,7 @@ Plan plan_job(const InferenceOptions& job) {
     check_backing_agreement(p, n, plan, one);
     resolve_videos(p, job, plan);
     for (int i = 0; i < n; ++i)
-      p.stems.push_back(c.input.is_video() ? zero_pad(i, 5)
-                                           : fs::path(c.input.frames[i]).stem().string());
+      p.stems.push_back(io::output_stem(c, i));
     if (job.frames.empty()) {
       for (int i = 0; i < n; ++i) p.frames.push_back(i);
     } else {

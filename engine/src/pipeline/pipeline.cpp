@@ -16,6 +16,7 @@
 #include "pipeline/frame_reader.h"
 #include "pipeline/frame_writer.h"
 #include "pipeline/run.h"
+#include "pipeline/run_record.h"
 #include "pipeline/video_outputs.h"
 #include "runtime/engine_impl.h"
 #include "timing.h"
@@ -129,6 +130,11 @@ class Pipeline {
     }
     if (!aborted()) encode_videos();
     summary_.wall_ms = ms_since(t0);
+    const auto info = [this](size_t ci) -> const EngineInfo& {
+      return plan_.clips[ci].engine == 1 ? blue_impl_->info : impl_.info;
+    };
+    for (const auto& w : records_.write(plan_, job_, info, impl_.opt, summary_.interrupted, summary_.wall_ms))
+      emit(PipelineEvent::Kind::Warning, "", "", "", w);
     for (const auto& p : plan_.clips) emit(PipelineEvent::Kind::ClipDone, p.clip.name, "", "", "");
     emit(PipelineEvent::Kind::JobDone, "", "", "", summary_.interrupted ? "interrupted" : "");
     // After every thread has ended: the job stops with the library's error type, never by an
@@ -355,6 +361,7 @@ class Pipeline {
       summary_.failures.push_back(why);
       if (job_.on_error == OnError::Stop && position(it) < stop_at_) stop_at_ = position(it);
     }
+    records_.frame_failed(it.clip, it.index, it.stem, why);
     emit(PipelineEvent::Kind::FrameFailed, plan_.clips[it.clip].clip.name, it.stem, it.file, why);
     if (job_.on_error == OnError::Stop) stop_ = true;
   }
@@ -443,6 +450,7 @@ class Pipeline {
         keyed_clips_.insert(w.meta.clip);
         summary_.stage_sums += timings;
       }
+      records_.frame_done(w.meta.clip, w.meta.index, w.meta.stem, timings);
       emit(PipelineEvent::Kind::FrameDone, p.clip.name, w.meta.stem, w.meta.file, "", &timings);
     }
   }
@@ -470,6 +478,7 @@ class Pipeline {
   BoundedQueue<ReadItem> read_q_{4};
   BoundedQueue<WriteItem> write_q_{4};
   JobSummary summary_;
+  RunRecords records_;  // run.json of each clip, written when the run ends
 };
 
 }  // namespace

@@ -1,0 +1,399 @@
+#include "review/key_jobs.h"
+
+#include <corridorkey/clips.h>
+#include <corridorkey/errors.h>
+#include <corridorkey/job.h>
+#include <corridorkey/option_fields.h>
+#include <corridorkey/pipeline.h>
+#include <corridorkey/version.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace corridorkey::review {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+/// A number as the option tables read it, in every locale.
+std::string number_text(double v) {
+  char b[64];
+  const auto r = std::to_chars(b, b + sizeof b, v);
+  return std::string(b, r.ptr);
+}
+
+EngineOptions with_post(EngineOptions o, const PostTweak& t) {
+  set_engine_option(o, "despill", number_text(t.despill), "review");
+  set_engine_option(o, "despeckle", t.despeckle ? "true" : "false", "review");
+  set_engine_option(o, "despeckle_size", std::to_string(t.despeckle_size), "review");
+  return o;
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+=:,") ==
+                        std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+/// A YAML double-quoted scalar: a JSON string is one.
+std::string yaml_string(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+PostTweak parse_tweak(const json& body, const EngineOptions& base) {
+  PostTweak t;
+  t.despill = base.despill_strength * 10;
+  t.despeckle = base.despeckle;
+  t.despeckle_size = base.despeckle_size;
+  if (body.contains("despill")) {
+    if (!body["despill"].is_number()) throw HttpError(400, "despill: expected a number in 0..10");
+    t.despill = body["despill"].get<double>();
+  }
+  if (body.contains("despeckle")) {
+    if (!body["despeckle"].is_boolean()) throw HttpError(400, "despeckle: expected true or false");
+    t.despeckle = body["despeckle"].get<bool>();
+  }
+  if (body.contains("despeckle_size")) {
+    if (!body["despeckle_size"].is_number_integer()) throw HttpError(400, "despeckle_size: expected an integer");
+    t.despeckle_size = body["despeckle_size"].get<int64_t>();
+  }
+  with_post(base, t);  // the option table's range checks (ConfigError: 400)
+  return t;
+}
+
+/// A frame keyed once by the loaded model, kept for tweaks, with the despeckled alpha of
+/// the last despeckle settings (a despill change reuses it) and the outputs' buffers.
+struct Keying::Kept {
+  std::string key;
+  RawFrame raw;
+  mutable std::mutex m;
+  mutable std::shared_ptr<const Image> clean;
+  mutable bool clean_despeckle = false;
+  mutable int64_t clean_size = -1;
+  mutable FinishedFrame out;
+};
+
+struct Keying::Job {
+  std::string id, kind, profile, screen;
+  ClipEntry clip;
+  EngineOptions options;
+  bool write_only = false;
+  std::string state = "queued";  // queued | running | done | cancelled | failed
+  int frames_done = 0, frames_total = 0, frames_failed = 0;
+  json failures = json::array(), warnings = json::array();
+  std::string message;
+  Clock::time_point started, first_frame;
+  bool any_frame = false;
+  double elapsed_s = 0;
+  std::atomic<bool> cancel{false};
+};
+
+Keying::Keying(const ReviewConfig& config, const ClipLibrary& library, FrameViews& views)
+    : cfg_(config), lib_(library), views_(views), thread_([this] { worker(); }) {}
+
+Keying::~Keying() { stop(); }
+
+void Keying::stop() {
+  {
+    std::lock_guard<std::mutex> l(m_);
+    stopping_ = true;
+    for (auto& j : jobs_) j->cancel = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Keying::changed() {  // under m_
+  ++version_;
+  cv_.notify_all();
+}
+
+std::shared_ptr<const Keying::Kept> Keying::keyed(const ClipEntry& c, int frame, bool* ran) {
+  const bool video = !c.clip.input.video.empty();
+  const auto plate = lib_.checked(video ? c.clip.input.video : lib_.plate_file(c, frame));
+  const auto hint_name = lib_.hint_file(c, frame);
+  const auto hint = hint_name.empty() ? std::string() : lib_.checked(hint_name);
+  const auto run = lib_.run_record(c);
+  const std::string colour = lib_.plate_colorspace(c);
+  const std::string key = c.id + "|" + std::to_string(frame) + "|" + file_stamp(plate) + "|" +
+                          (hint.empty() ? "-" : file_stamp(hint)) + "|" + colour;
+  {
+    std::lock_guard<std::mutex> l(kept_m_);
+    for (auto it = kept_.begin(); it != kept_.end(); ++it)
+      if ((*it)->key == key) {
+        kept_.splice(kept_.begin(), kept_, it);
+        return kept_.front();
+      }
+  }
+  auto k = std::make_shared<Kept>();
+  k->key = key;
+  try {
+    FrameSource src;
+    src.plate_file = plate;
+    if (video) src.plate = read_video_frame(plate, frame);
+    if (!hint.empty()) src.hint_file = hint;
+    else if (!c.clip.hint.video.empty()) {
+      src.hint_file = lib_.checked(c.clip.hint.video);
+      src.hint = read_video_frame(src.hint_file, frame);
+    }
+    FrameSettings fs;
+    fs.input_colorspace = colour;
+    fs.ocio_config = cfg_.ocio_config;
+    // The backing as the clip was keyed (a frame alone could be estimated otherwise).
+    const std::string screen = run.is_object() ? run.value("screen", "") : "";
+    fs.screen = screen == "blue" ? Screen::Blue : screen == "green" ? Screen::Green : Screen::Auto;
+    std::lock_guard<std::mutex> l(model_m_);
+    if (!engine_) {
+      model_ = Model::load(cfg_.engine.model(), cfg_.engine.engine());
+      engine_ = create_engine(model_, cfg_.engine.engine());
+    }
+    k->raw = key_frame(*engine_, nullptr, std::move(src), fs);
+    *ran = true;
+  } catch (const HttpError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw HttpError(422, std::string("keying the frame for the tweak: ") + e.what());
+  }
+  std::lock_guard<std::mutex> l(kept_m_);
+  kept_.push_front(k);
+  while (kept_.size() > 4) kept_.pop_back();  // a 1920x1080 frame keeps 41 MB
+  return k;
+}
+
+Pixels Keying::tweak(const ClipEntry& c, int frame, const PostTweak& t, bool comp, const ViewParams& v,
+                     json& timings) {
+  auto t0 = Clock::now();
+  bool ran = false;
+  const auto k = keyed(c, frame, &ran);
+  timings["key_ms"] = ms_since(t0);
+  timings["keyed"] = ran;  // false: post-processing only, no model
+  t0 = Clock::now();
+  PostSettings ps = post_settings(with_post(cfg_.engine, t), k->raw.backing);
+  ps.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  std::lock_guard<std::mutex> l(k->m);
+  if (!k->clean || k->clean_despeckle != ps.despeckle || (ps.despeckle && k->clean_size != ps.despeckle_size)) {
+    k->clean = std::make_shared<const Image>(despeckled_alpha(k->raw, ps));
+    k->clean_despeckle = ps.despeckle;
+    k->clean_size = ps.despeckle_size;
+  }
+  finish_frame(k->raw, ps, /*processed=*/!comp, comp, k->clean.get(), k->out);
+  timings["post_ms"] = ms_since(t0);
+  t0 = Clock::now();
+  Pixels p = views_.display(comp ? k->out.comp : k->out.processed, comp, v);
+  timings["display_ms"] = ms_since(t0);
+  return p;
+}
+
+json Keying::save_settings(const ClipEntry& c, const PostTweak& t, const std::string& profile) {
+  const EngineOptions o = with_post(cfg_.engine_for(profile), t);
+  const auto dir = lib_.writable_folder(c.clip.output);
+  const auto path = (fs::path(dir) / "review-settings.yaml").string();
+  std::string name = "review_";
+  for (char ch : c.clip.name) name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ? ch : '_';
+  std::string inference = cfg_.cli + " inference " + shell_quote(c.clip.root) + " --profile " + shell_quote(profile) +
+                          " --despill " + number_text(t.despill) + (t.despeckle ? " --despeckle" : " --no-despeckle") +
+                          " --despeckle-size " + std::to_string(t.despeckle_size);
+  if (!cfg_.output_root.empty()) inference += " --output-root " + shell_quote(cfg_.output_root);
+  if (!o.checkpoint.empty()) inference += " --checkpoint " + shell_quote(o.checkpoint);
+  const std::string job_run = cfg_.cli + " job run " + shell_quote(path);
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+  std::string y;
+  y += "# Saved by `corridorkey-engine review` (" + std::string(version_string()) + ") on " + when + ":\n";
+  y += "# the post-processing chosen for clip " + c.clip.name + ". Nothing applies it on its own.\n";
+  y += "# A job file; to key the clip with it:\n#   " + job_run + "\n";
+  y += "# (job run keys frames whose outputs are missing: remove Processed/ and Comp/ to redo\n";
+  y += "# keyed frames), or with the same settings as flags:\n#   " + inference + "\n";
+  y += "version: 1\nname: " + name + "\nclips:\n  - path: " + yaml_string(c.clip.root) + "\n";
+  y += "profile: " + yaml_string(profile) + "\n";
+  if (!o.checkpoint.empty()) y += "checkpoint: " + yaml_string(o.checkpoint) + "\n";
+  if (!cfg_.output_root.empty()) y += "output_root: " + yaml_string(cfg_.output_root) + "\n";
+  y += "despill: " + number_text(t.despill) + "\ndespeckle: " + (t.despeckle ? "true" : "false") +
+       "\ndespeckle_size: " + std::to_string(t.despeckle_size) + "\n";
+  // Whole or not at all: a temporary name in the folder, read back as a job, then renamed.
+  std::string tmp = path + ".XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) throw HttpError(500, path + ": cannot write: " + std::strerror(errno));
+  const bool wrote = ::write(fd, y.data(), y.size()) == static_cast<ssize_t>(y.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  try {
+    if (!wrote) throw std::runtime_error(std::string("write failed: ") + std::strerror(errno));
+    (void)load_job(tmp);  // what `job run` will read
+    if (::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(std::strerror(errno));
+  } catch (const std::exception& e) {
+    ::unlink(tmp.c_str());
+    throw HttpError(500, path + ": not written: " + e.what());
+  }
+  return {{"path", path}, {"job_run", job_run}, {"inference", inference}};
+}
+
+std::string Keying::start(const ClipEntry& c, const std::string& profile, const std::string& screen,
+                          const PostTweak* post) {
+  if (screen != "auto" && screen != "green" && screen != "blue")
+    throw HttpError(400, "screen '" + screen + "': expected auto, green or blue");
+  auto j = std::make_shared<Job>();
+  j->options = cfg_.engine_for(profile);  // ConfigError (400) for an unknown profile
+  if (post) j->options = with_post(j->options, *post);
+  j->kind = post ? "write" : "key";
+  j->write_only = post != nullptr;
+  j->profile = profile;
+  j->screen = screen;
+  j->clip = c;
+  std::lock_guard<std::mutex> l(m_);
+  if (stopping_) throw HttpError(503, "the review is stopping");
+  j->id = "k" + std::to_string(next_id_++);
+  jobs_.push_back(j);
+  changed();
+  return j->id;
+}
+
+void Keying::cancel(const std::string& id) {
+  std::lock_guard<std::mutex> l(m_);
+  for (auto& j : jobs_)
+    if (j->id == id) {
+      j->cancel = true;
+      if (j->state == "queued") j->state = "cancelled";
+      changed();
+      return;
+    }
+  throw HttpError(404, "no job '" + id + "'");
+}
+
+json Keying::jobs() const {
+  std::lock_guard<std::mutex> l(m_);
+  json out = json::array();
+  for (const auto& j : jobs_) {
+    json e = {{"id", j->id},          {"kind", j->kind},       {"clip", j->clip.clip.name}, {"clip_id", j->clip.id},
+              {"profile", j->profile}, {"screen", j->screen},   {"state", j->state},
+              {"frames_done", j->frames_done}, {"frames_total", j->frames_total},
+              {"frames_failed", j->frames_failed}, {"failures", j->failures},
+              {"warnings", j->warnings}, {"message", j->message}};
+    if (j->state == "running") {
+      const double s = std::chrono::duration<double>(Clock::now() - j->started).count();
+      e["elapsed_s"] = s;
+      // From the first frame on: the model's load and plan are not the clip's rate.
+      if (j->any_frame && j->frames_done > 0 && j->frames_total > j->frames_done) {
+        const double per = std::chrono::duration<double>(Clock::now() - j->first_frame).count() /
+                           std::max(1, j->frames_done - 1);
+        e["eta_s"] = per * (j->frames_total - j->frames_done);
+      }
+    } else {
+      e["elapsed_s"] = j->elapsed_s;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+uint64_t Keying::wait(uint64_t seen, std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> l(m_);
+  cv_.wait_for(l, timeout, [&] { return version_ != seen || stopping_; });
+  return version_;
+}
+
+void Keying::worker() {
+  for (;;) {
+    std::shared_ptr<Job> j;
+    {
+      std::unique_lock<std::mutex> l(m_);
+      cv_.wait(l, [&] {
+        if (stopping_) return true;
+        for (auto& x : jobs_)
+          if (x->state == "queued") return true;
+        return false;
+      });
+      if (stopping_) {
+        for (auto& x : jobs_)
+          if (x->state == "queued") x->state = "cancelled";
+        return;
+      }
+      for (auto& x : jobs_)
+        if (x->state == "queued") {
+          j = x;
+          break;
+        }
+      j->state = "running";
+      j->started = Clock::now();
+      changed();
+    }
+    run(*j);
+  }
+}
+
+void Keying::run(Job& j) {
+  InferenceOptions io;
+  io.paths = {j.clip.clip.root};
+  io.output_root = cfg_.output_root;
+  io.on_error = OnError::Skip;  // every failed frame listed, the others keyed
+  io.input_colorspace = cfg_.input_colorspace;
+  io.ocio_config = cfg_.ocio_config;
+  io.cancel = &j.cancel;
+  std::string state = "done";
+  try {
+    set_inference_option(io, "screen", j.screen, "review");
+    if (j.write_only) io.fg = io.matte = false;  // Processed and Comp depend on the settings
+    auto on_event = [&](const PipelineEvent& e) {
+      std::lock_guard<std::mutex> l(m_);
+      using K = PipelineEvent::Kind;
+      if (e.kind == K::FrameDone || e.kind == K::FrameFailed || e.kind == K::FrameSkipped || e.kind == K::JobStarted) {
+        j.frames_done = e.frames_done;
+        j.frames_total = e.frames_total;
+      }
+      if (e.kind == K::FrameDone && !j.any_frame) j.any_frame = true, j.first_frame = Clock::now();
+      if (e.kind == K::FrameFailed) {
+        ++j.frames_failed;
+        j.failures.push_back({{"frame", e.frame}, {"message", e.message}});
+      }
+      if (e.kind == K::Warning && j.warnings.size() < 50) j.warnings.push_back(e.message);
+      changed();
+    };
+    // The loaded model's weights when the job's profile needs the same ones; else its own.
+    std::shared_ptr<const Model> shared;
+    {
+      std::lock_guard<std::mutex> l(model_m_);
+      if (model_ && model_key(j.options.model()) == model_key(cfg_.engine.model())) shared = model_;
+    }
+    JobSummary s;
+    if (shared) {
+      auto engine = create_engine(shared, j.options.engine());
+      s = run_inference(*engine, io, on_event);
+    } else {
+      s = run_inference(j.options, io, on_event);
+    }
+    state = s.interrupted ? "cancelled" : "done";  // a cancel after the last frame changes nothing
+    std::lock_guard<std::mutex> l(m_);
+    j.frames_total = s.frames_total;
+    j.frames_done = s.frames_done + s.frames_failed;
+    j.message = std::to_string(s.frames_done) + " keyed, " + std::to_string(s.frames_failed) + " failed, " +
+                std::to_string(s.frames_skipped) + " skipped";
+  } catch (const std::exception& e) {
+    state = j.cancel ? "cancelled" : "failed";
+    std::lock_guard<std::mutex> l(m_);
+    j.message = e.what();
+  }
+  std::lock_guard<std::mutex> l(m_);
+  j.state = state;
+  j.elapsed_s = std::chrono::duration<double>(Clock::now() - j.started).count();
+  changed();
+}
+
+}  // namespace corridorkey::review
