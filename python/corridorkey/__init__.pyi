@@ -1,6 +1,6 @@
 """Type stubs of corridorkey (docs/python.md)."""
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Buffer, Callable, Iterable, Sequence
 from os import PathLike
 from typing import Any, Literal, TypedDict
 
@@ -30,7 +30,7 @@ class Model:
 
     @staticmethod
     def load(
-        checkpoint: str | PathLike[str] | None = None,
+        checkpoint: str | bytes | PathLike[str] | None = None,
         *,
         profile: str = "optimized",
         device: str = "auto",
@@ -55,20 +55,20 @@ class Engine:
     def info(self) -> dict[str, Any]: ...
     def process_frame(
         self,
-        plate: npt.ArrayLike,
-        hint: npt.ArrayLike | None = None,
+        plate: npt.NDArray[Any] | Buffer,
+        hint: npt.NDArray[Any] | Buffer | None = None,
         *,
         screen: Screen = "auto",
         input_colorspace: str = "srgb",
         outputs: Sequence[OutputName] = ("matte", "fg", "processed", "comp"),
-        out: Mapping[OutputName, npt.NDArray[np.float16] | npt.NDArray[np.float32]] | None = None,
+        out: dict[OutputName, npt.NDArray[np.float16] | npt.NDArray[np.float32]] | None = None,
     ) -> dict[str, Any]:
         """Keys a frame (HxWxC, HxW grey) or a batch (BxHxWxC). Returns the outputs asked for
         as float32 arrays (or the `out` arrays, written in place) and 'screen', 'swapped',
         'linear', 'checkpoint', 'warnings', 'timings' (FrameTimings)."""
 
 def run_inference(
-    clips: str | PathLike[str] | Iterable[str | PathLike[str]],
+    clips: str | bytes | PathLike[str] | Iterable[str | bytes | PathLike[str]],
     *,
     profile: str = "optimized",
     on_event: Callable[[dict[str, Any]], None] | None = None,

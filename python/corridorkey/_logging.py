@@ -24,6 +24,8 @@ def set_log_handler(handler: Optional[Callable[[int, str], None]]) -> None:
     if handler is None:
         _corridorkey._set_log_target(_to_logging)
         return
+    if not callable(handler):
+        raise TypeError(f"set_log_handler: {handler!r} is not callable (level, message), nor None")
 
     def call(level: int, message: str) -> None:
         handler(_LEVELS[level] if 0 <= level < len(_LEVELS) else logging.INFO, message)
@@ -32,5 +34,6 @@ def set_log_handler(handler: Optional[Callable[[int, str], None]]) -> None:
 
 
 set_log_handler(None)
-# Lines logged while the interpreter shuts down go to stderr, not to a finalised logger.
-atexit.register(_corridorkey._set_log_target, None)
+# At exit: engine calls still running in daemon threads finish before the interpreter goes
+# (new ones are refused, jobs cancelled); lines logged from then on go to stderr.
+atexit.register(_corridorkey._close_for_exit)

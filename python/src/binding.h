@@ -9,6 +9,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,13 +32,68 @@ struct PyEngine {
   std::mutex busy;
 };
 
-/// A Python value as the CLI writes it: True/False as true/false, a list or tuple joined
-/// by commas (outputs=("matte", "comp")), anything else as str().
-std::string option_text(nb::handle value);
+/// A Python value as the CLI writes it: True/False as true/false, a path (str, bytes,
+/// os.PathLike) as its text, a list or tuple of those joined by commas (outputs=("matte",
+/// "comp")), anything else as str(). ConfigError naming `key` for nested lists and dicts.
+std::string option_text(nb::handle value, const std::string& key);
+
+/// A path argument (str, bytes or os.PathLike) as text; ConfigError naming `what` for
+/// anything else or a path with a NUL in it.
+std::string path_text(nb::handle value, const std::string& what);
 
 /// Sets `key` of `options` from a keyword argument (the CLI's keys and units: despill 0-10),
-/// ConfigError naming the key when it is not an option or the value is refused.
-void set_option(EngineOptions& options, const std::string& key, nb::handle value);
+/// ConfigError naming `source` and the key when it is not an option or the value is refused.
+void set_option(EngineOptions& options, const std::string& key, nb::handle value, const std::string& source);
+
+/// The interpreter is shutting down (a thread must not take the GIL any more).
+bool finalizing();
+
+/// Log lines the library queued (module.cpp), to the Python handler; with the GIL held.
+void deliver_log_lines() noexcept;
+
+/// Engine work in flight, for the exit hook (module.cpp) to wait for. Throws when the
+/// interpreter is shutting down (no new work then).
+class Busy {
+ public:
+  Busy();
+  ~Busy();
+  Busy(const Busy&) = delete;
+  Busy& operator=(const Busy&) = delete;
+  /// Counted off now (a job's worker, when it ends); the destructor then does nothing.
+  void done();
+
+ private:
+  bool done_ = false;  // under the count's mutex
+};
+
+/// A running job's cancel flag, set by the exit hook.
+class JobCancel {
+ public:
+  explicit JobCancel(std::atomic<bool>* flag);
+  ~JobCancel();
+  JobCancel(const JobCancel&) = delete;
+  JobCancel& operator=(const JobCancel&) = delete;
+
+ private:
+  std::atomic<bool>* flag_;
+};
+
+/// The exit hook has run: no new work, and no thread takes the GIL back.
+bool closing();
+
+/// The GIL released for a scope of engine work. Taken back at its end, unless the
+/// interpreter is shutting down, in which case the thread waits for the process to end (a
+/// daemon thread taking the GIL then is ended by CPython in a way C++ frames do not survive).
+class Unlocked {
+ public:
+  Unlocked();
+  ~Unlocked();
+  Unlocked(const Unlocked&) = delete;
+  Unlocked& operator=(const Unlocked&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
 
 /// Registers process_frame on corridorkey.Engine (frames.cpp).
 void bind_frames(nb::class_<PyEngine>& engine);

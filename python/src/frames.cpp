@@ -19,6 +19,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <initializer_list>
 #include <optional>
@@ -31,13 +32,16 @@ namespace {
 
 using Array = nb::ndarray<nb::ro>;  // any dtype, shape, strides and device: checked below
 
-const char* dtype_name(nb::dlpack::dtype t) {
-  if (t == nb::dtype<uint8_t>()) return "uint8";
-  if (t == nb::dtype<uint16_t>()) return "uint16";
-  if (t == nb::dtype<float>()) return "float32";
-  if (t.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Float) && t.bits == 16) return "float16";
-  if (t == nb::dtype<double>()) return "float64";
-  return "an unsupported type";
+/// A dtype as numpy names it ("uint8", "int32", "bool", "complex64", "bfloat16", ...).
+std::string dtype_name(nb::dlpack::dtype t) {
+  using C = nb::dlpack::dtype_code;
+  const auto code = static_cast<C>(t.code);
+  const std::string bits = std::to_string(t.bits);
+  std::string n = code == C::UInt ? "uint" + bits : code == C::Int ? "int" + bits : code == C::Float ? "float" + bits
+                  : code == C::Bfloat ? "bfloat" + bits : code == C::Complex ? "complex" + bits
+                  : code == C::Bool ? "bool" : "an unknown type (code " + std::to_string(t.code) + ")";
+  if (t.lanes != 1) n += " x" + std::to_string(t.lanes);
+  return n;
 }
 
 template <class A>
@@ -72,8 +76,8 @@ Layout layout_of(const A& a, const std::string& what, std::initializer_list<int6
   std::string allowed;
   for (const int64_t c : channels) allowed += (allowed.empty() ? "" : " or ") + std::to_string(c);
   if (nd < b + 2 || nd > b + 3)
-    throw ConfigError(what + ": " + std::to_string(nd) + " dimensions; expected " + (batched ? "B x " : "") +
-                      "H x W" + " (x C, C " + allowed + ")");
+    throw ConfigError(what + ": " + std::to_string(nd) + (nd == 1 ? " dimension" : " dimensions") + "; expected " +
+                      (batched ? "B x " : "") + "H x W" + " (x C, C " + allowed + ")");
   Layout l;
   const int64_t item = static_cast<int64_t>(a.itemsize());
   if (b) {
@@ -87,9 +91,19 @@ Layout layout_of(const A& a, const std::string& what, std::initializer_list<int6
   if (std::find(channels.begin(), channels.end(), l.channels) == channels.end())
     throw ConfigError(what + ": " + std::to_string(l.channels) + " channel(s); expected " + allowed);
   if (l.frames < 1 || l.height < 1 || l.width < 1) throw ConfigError(what + ": an empty array");
-  const int64_t cs = has_c ? a.stride(b + 2) : 1, ps = a.stride(b + 1), rs = a.stride(b);
-  if ((l.channels > 1 && cs != 1) || ps != l.channels || rs < l.width * l.channels ||
-      (l.frames > 1 && l.frame_stride < rs * l.height))
+  // The engine's images are indexed by int: no side past 2^31 - 1, no frame past 2^31 samples.
+  constexpr int64_t kMaxSide = std::numeric_limits<int>::max();
+  if (l.width > kMaxSide || l.height > kMaxSide || l.width * l.height > kMaxSide / l.channels)
+    throw ConfigError(what + ": " + std::to_string(l.width) + " x " + std::to_string(l.height) +
+                      " pixels is more than a frame may hold (2^31 samples)");
+  // A stride along an axis of length 1 says nothing (numpy's relaxed strides give them any value).
+  const int64_t cs = has_c && l.channels > 1 ? a.stride(b + 2) : 1;
+  const int64_t ps = l.width > 1 ? a.stride(b + 1) : l.channels;
+  const int64_t rs = l.height > 1 ? a.stride(b) : l.width * l.channels;
+  if (l.frames > 1 && l.frame_stride < rs * item * l.height)
+    throw ConfigError(what + ": frames overlap in memory (frame stride " + std::to_string(l.frame_stride / item) +
+                      " elements, a frame takes " + std::to_string(rs * l.height) + ")");
+  if ((l.channels > 1 && cs != 1) || ps != l.channels || rs < l.width * l.channels)
     throw ConfigError(what + ": pixels must be interleaved within rows (strides in elements: channel 1, pixel " +
                       std::to_string(l.channels) + ", row >= " + std::to_string(l.width * l.channels) +
                       "); got channel " + std::to_string(cs) + ", pixel " + std::to_string(ps) + ", row " +
@@ -111,6 +125,16 @@ ImageView view_of(const A& a, const Layout& l, PixelType t, int64_t frame) {
   v.type = t;
   v.row_stride_bytes = l.row_stride;
   return v;
+}
+
+/// Between the frames of a batch, with the GIL released: whether Python has a signal to
+/// act on (the main thread's Ctrl-C). Its exception is left set, to be raised.
+bool interrupted() {
+  if (closing() || finalizing()) return true;
+  nb::gil_scoped_acquire gil;
+  if (PyThreadState_Get() != nullptr && PyGILState_GetThisThreadState() != nullptr && _PyOS_IsMainThread())
+    return PyErr_CheckSignals() != 0;
+  return false;
 }
 
 Screen screen_named(const std::string& s) {
@@ -188,6 +212,11 @@ void bind_frames(nb::class_<PyEngine>& engine) {
         const int want = wanted(outputs);
         FrameSettings settings;
         settings.screen = screen_named(screen);
+        // "auto" reads a file's metadata (EXR: linear); an array has none: its space is named.
+        if (input_colorspace.empty() || input_colorspace == "auto")
+          throw ConfigError("input_colorspace: '" + input_colorspace + "' names no colour space; an array has no "
+                            "metadata to tell it by (\"srgb\", \"linear\", a camera space: corridorkey-engine "
+                            "colorspaces)");
         settings.input_colorspace = input_colorspace;
         std::vector<OutputSlot> slots;
         for (auto [flag, name, c] : {std::tuple{kMatte, "matte", int64_t{1}}, std::tuple{kFg, "fg", int64_t{3}},
@@ -195,11 +224,14 @@ void bind_frames(nb::class_<PyEngine>& engine) {
           if (want & flag) slots.push_back({name, c, nb::none(), {}, {}, PixelType::Float32, {}});
         if (out) {
           for (auto [k, v] : *out) {
+            if (!nb::isinstance<nb::str>(k)) throw ConfigError("out: keys are output names (matte, fg, processed, comp)");
             const auto key = nb::cast<std::string>(k);
             auto it = std::find_if(slots.begin(), slots.end(), [&](const OutputSlot& s) { return key == s.name; });
             if (it == slots.end()) throw ConfigError("out['" + key + "']: not one of the outputs asked for");
             const std::string what = "out['" + key + "']";
-            it->out_array = nb::cast<nb::ndarray<>>(v);
+            if (!nb::try_cast<nb::ndarray<>>(v, it->out_array))
+              throw ConfigError(what + ": not a writable array (a numpy array, or a buffer or CPU DLPack "
+                                       "tensor that may be written)");
             it->out_type = pixel_type(it->out_array, what, true);
             it->out_layout = layout_of(it->out_array, what, {it->channels}, batch);
             same_frames(it->out_layout, what);
@@ -208,15 +240,21 @@ void bind_frames(nb::class_<PyEngine>& engine) {
         }
 
         nb::dict result;
+        bool stopped = false;
         RawFrame last;
         std::vector<std::string> warnings;
         double call_ms = 0;
         {
           // Every array is referenced by this call's arguments: it lives until the call returns.
-          nb::gil_scoped_release nogil;
+          Unlocked nogil;  // declared first: the work is counted off before the GIL is taken back
+          Busy busy;
           const auto t0 = std::chrono::steady_clock::now();
           std::lock_guard<std::mutex> serial(e.busy);
           for (int64_t i = 0; i < pl.frames; ++i) {
+            if (i > 0 && pl.frames > 1 && interrupted()) {
+              stopped = true;  // Ctrl-C between the frames of a batch: KeyboardInterrupt below
+              break;
+            }
             FrameSource src;
             src.plate_file = batch ? "plate[" + std::to_string(i) + "]" : "plate";
             src.plate = image_from_view(view_of(plate, pl, pt, i));
@@ -248,6 +286,10 @@ void bind_frames(nb::class_<PyEngine>& engine) {
             last = std::move(raw);
           }
           call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        }
+        if (stopped) {
+          if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
+          throw nb::python_error();
         }
         for (auto& s : slots)
           result[s.name] = !s.out.is_none() ? s.out

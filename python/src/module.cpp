@@ -19,13 +19,27 @@
 #include <nanobind/stl/vector.h>
 
 #include <atomic>
+#include <deque>
+#include <set>
+#include <stdexcept>
+#include <mutex>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <optional>
 #include <thread>
+#include <utility>
 
 namespace corridorkey::python {
+
+bool finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 namespace {
 
 // The Python classes of the library's errors (module attributes Error, ConfigError, ...).
@@ -71,13 +85,125 @@ void define_errors(nb::module_& m) {
 }
 
 // ---- log lines -------------------------------------------------------------------------
+// The library calls its handler under its own lock (log.h: calls are serialised). Python is
+// never called in there: taking the GIL under that lock deadlocks against a thread that
+// holds the GIL and logs (a profile file's warning while Model.load parses it), and even a
+// thread that holds the GIL may give it up inside a logging handler's write. Lines are
+// queued and delivered, in the order they were logged, outside every library lock: by the
+// interpreter's pending calls (Py_AddPendingCall needs no GIL) and when a call of this
+// module returns.
 
-/// The Python callable log lines go to (the module sets logging.getLogger("corridorkey")'s
-/// at import). Read and replaced only with the GIL held, so a line being logged on another
-/// thread either calls the old target, holding a reference, or the new one; never a freed one.
-PyObject* g_log_target = nullptr;
+PyObject* g_log_target = nullptr;  // read and replaced with the GIL held
+std::mutex g_lines_m;
+std::deque<std::pair<int, std::string>> g_lines;
+std::atomic<bool> g_drain_scheduled{false};
+
+}  // namespace
+
+void deliver_log_lines() noexcept {
+  if (finalizing()) return;
+  for (;;) {
+    std::pair<int, std::string> line;
+    {
+      std::lock_guard<std::mutex> l(g_lines_m);
+      if (g_lines.empty()) return;
+      line = std::move(g_lines.front());
+      g_lines.pop_front();
+    }
+    if (!g_log_target) continue;
+    const nb::object fn = nb::borrow(g_log_target);
+    try {
+      fn(line.first, nb::str(line.second.data(), line.second.size()));
+    } catch (nb::python_error& e) {
+      e.discard_as_unraisable(fn);  // a handler that raises loses its line, not the work
+    } catch (...) {
+    }
+  }
+}
+
+// ---- shutting down --------------------------------------------------------------------
+// At exit (an atexit hook: non-daemon threads are joined by then) daemon threads may still be
+// keying. Letting the process end under them crashed it (LibTorch's static destructors ran
+// beside their work, or CPython ended a thread inside C++ frames: rc 134 / 139). So the
+// hook refuses new calls, cancels running jobs, and waits for the calls in flight to end;
+// a thread that comes back from one after that waits for the process to end.
+
+std::atomic<bool> g_closing{false};
+std::mutex g_active_m;
+std::condition_variable g_active_cv;
+int g_active = 0;                        // engine work in flight, under g_active_m
+std::set<std::atomic<bool>*> g_cancels;  // running jobs' cancel flags, under g_active_m
+
+Busy::Busy() {
+  std::lock_guard<std::mutex> l(g_active_m);
+  if (g_closing) throw std::runtime_error("corridorkey: the interpreter is shutting down");
+  ++g_active;
+}
+
+Busy::~Busy() { done(); }
+
+void Busy::done() {
+  std::lock_guard<std::mutex> l(g_active_m);
+  if (done_) return;
+  done_ = true;
+  --g_active;
+  g_active_cv.notify_all();
+}
+
+JobCancel::JobCancel(std::atomic<bool>* flag) : flag_(flag) {
+  std::lock_guard<std::mutex> l(g_active_m);
+  g_cancels.insert(flag);
+  if (g_closing) *flag = true;
+}
+
+JobCancel::~JobCancel() {
+  std::lock_guard<std::mutex> l(g_active_m);
+  g_cancels.erase(flag_);
+}
+
+bool closing() { return g_closing; }
+
+Unlocked::Unlocked() : state_(PyEval_SaveThread()) {}
+
+Unlocked::~Unlocked() {
+  // Back from engine work while the process ends: taking the GIL now would have CPython end
+  // this thread inside C++ frames. It waits for the process to end; it has nothing left to do.
+  while (g_closing || finalizing()) std::this_thread::sleep_for(std::chrono::seconds(1));
+  PyEval_RestoreThread(state_);
+  deliver_log_lines();
+}
+
+namespace {
+
+/// The atexit hook: no new call, every job cancelled, the calls in flight waited for (frames
+/// in flight finish; at most `seconds`).
+void close_for_exit(double seconds) {
+  {
+    std::lock_guard<std::mutex> l(g_active_m);
+    g_closing = true;
+    for (auto* f : g_cancels) *f = true;
+    // A daemon thread caught in a call keeps its engine and arrays to the end: not a leak.
+    if (g_active > 0) nb::set_leak_warnings(false);
+  }
+  reset_log_handler();  // lines logged from here on go to stderr
+  nb::gil_scoped_release nogil;
+  std::unique_lock<std::mutex> l(g_active_m);
+  g_active_cv.wait_for(l, std::chrono::duration<double>(seconds), [] { return g_active == 0; });
+}
+
+}  // namespace
+
+namespace {
+
+int delivered_later(void*) {
+  g_drain_scheduled = false;
+  deliver_log_lines();
+  return 0;
+}
 
 void set_log_target(nb::object target) {
+  if (!target.is_none() && !PyCallable_Check(target.ptr()))
+    throw nb::type_error("set_log_handler: the handler must be callable (level, message), or None");
   PyObject* old = g_log_target;
   g_log_target = target.is_none() ? nullptr : target.release().ptr();
   Py_XDECREF(old);
@@ -86,15 +212,13 @@ void set_log_target(nb::object target) {
     return;
   }
   set_log_handler(LogLevel::Debug, [](LogLevel level, const std::string& message) {
-    if (!Py_IsInitialized()) return;
-    nb::gil_scoped_acquire gil;
-    if (!g_log_target) return;
-    const nb::object fn = nb::borrow(g_log_target);
-    try {
-      fn(static_cast<int>(level), nb::str(message.data(), message.size()));
-    } catch (nb::python_error& e) {
-      e.discard_as_unraisable(fn);  // a handler that raises loses its line, not the work
+    {
+      std::lock_guard<std::mutex> l(g_lines_m);
+      g_lines.emplace_back(static_cast<int>(level), message);
     }
+    if (!Py_IsInitialized() || finalizing()) return;
+    if (!g_drain_scheduled.exchange(true) && Py_AddPendingCall(&delivered_later, nullptr) != 0)
+      g_drain_scheduled = false;  // the queue is full: the next call of this module delivers them
   });
 }
 
@@ -106,24 +230,30 @@ bool is_inference_key(const std::string& key) {
   return false;
 }
 
-/// The profile with the keyword overrides applied, checked as a profile file is.
-EngineOptions profile_with(const std::string& profile, const nb::kwargs& overrides, const char* what) {
+/// The profile with the keyword overrides applied (`what` names them in messages).
+EngineOptions profile_with(const std::string& profile, const nb::kwargs& overrides, const std::string& what) {
   EngineOptions o = load_profile(profile);
-  for (auto [k, v] : overrides) set_option(o, nb::cast<std::string>(k), v);
-  validate_profile(o, what);
+  for (auto [k, v] : overrides) set_option(o, nb::cast<std::string>(k), v, what);
   return o;
 }
 
-// ---- Model and Engine --------------------------------------------------------------------
-
-PyModel load_model(nb::object checkpoint, const std::string& profile, const std::string& device, int64_t img_size,
+PyModel load_model(nb::object checkpoint, const std::string& profile, nb::object device, nb::object img_size,
                    const nb::kwargs& overrides) {
   PyModel m;
   m.options = profile_with(profile, overrides, "Model.load");
-  m.options.checkpoint = checkpoint.is_none() ? default_checkpoint() : nb::cast<std::string>(nb::str(checkpoint));
-  m.options.device = device;
-  m.options.img_size = img_size;
-  nb::gil_scoped_release nogil;
+  // None is the bundled demo model; an empty path is a mistake (an unset variable), not a choice.
+  if (!checkpoint.is_none()) {
+    m.options.checkpoint = path_text(checkpoint, "checkpoint");
+    if (m.options.checkpoint.empty())
+      throw ConfigError("checkpoint: an empty path (None loads the bundled demo model)");
+  } else {
+    m.options.checkpoint = default_checkpoint();
+  }
+  set_option(m.options, "device", device, "Model.load");
+  set_option(m.options, "img_size", img_size, "Model.load");
+  validate_profile(m.options, "Model.load");
+  Unlocked nogil;  // declared first, so the work is counted off before it takes the GIL back
+  Busy busy;
   m.model = Model::load(m.options.model(), m.options.engine());
   return m;
 }
@@ -136,11 +266,12 @@ PyEngine* make_engine(const PyModel& m, const nb::kwargs& overrides) {
       if (f.key == key && f.owner == OptionOwner::Model)
         throw ConfigError("Model.engine: '" + key + "' is a Model option (it changes the weights or the process); "
                           "give it to Model.load");
-    set_option(o, key, v);
+    set_option(o, key, v, "Model.engine");
   }
   validate_profile(o, "Model.engine");
   auto e = std::make_unique<PyEngine>();
-  nb::gil_scoped_release nogil;
+  Unlocked nogil;
+  Busy busy;
   e->engine = create_engine(m.model, o.engine());
   return e.release();
 }
@@ -268,24 +399,47 @@ struct CallbackFailure : std::exception {
 nb::dict run_job(nb::object clips, const std::string& profile, nb::object on_event, const nb::kwargs& overrides) {
   EngineOptions o = load_profile(profile);
   InferenceOptions job;
-  if (nb::isinstance<nb::str>(clips)) job.paths.push_back(nb::cast<std::string>(clips));
-  else
-    for (nb::handle c : clips) job.paths.push_back(nb::cast<std::string>(nb::str(c)));
+  const bool one = nb::isinstance<nb::str>(clips) || nb::isinstance<nb::bytes>(clips) ||
+                   PyObject_HasAttrString(clips.ptr(), "__fspath__");
+  if (one) {
+    job.paths.push_back(path_text(clips, "clips"));
+  } else {
+    try {
+      for (nb::handle c : clips) job.paths.push_back(path_text(c, "clips"));
+    } catch (nb::python_error&) {
+      throw ConfigError("clips: a path or an iterable of paths");
+    }
+  }
   for (auto [k, v] : overrides) {
     const auto key = nb::cast<std::string>(k);
-    if (is_inference_key(key)) set_inference_option(job, key, option_text(v));
-    else set_option(o, key, v);
+    if (is_inference_key(key)) {
+      set_inference_option(job, key, option_text(v, key), "run_inference");
+      continue;
+    }
+    bool known = false;
+    for (const auto& f : engine_option_fields()) known = known || f.key == key;
+    if (!known) {
+      std::string keys;
+      for (const auto& f : engine_option_fields()) keys += (keys.empty() ? "" : ", ") + f.key;
+      for (const auto& f : inference_option_fields()) keys += ", " + f.key;
+      throw ConfigError("run_inference: unknown key '" + key + "' (known keys: " + keys + ")");
+    }
+    set_option(o, key, v, "run_inference");
   }
   validate_profile(o, "run_inference");
   validate_inference_options(job, "run_inference");
 
   std::atomic<bool> cancel{false};
   job.cancel = &cancel;
-  std::optional<nb::python_error> raised;  // the callback's exception (only set under the GIL)
+  JobCancel exit_cancels(&cancel);  // the exit hook cancels the job too
+  std::optional<nb::python_error> raised;  // the callback's exception (set with the GIL held)
   std::function<void(const PipelineEvent&)> events;
   if (!on_event.is_none())
     events = [&](const PipelineEvent& e) {
+      // Not while the interpreter shuts down (a daemon thread's job): stop the job instead.
+      if (closing() || finalizing()) throw CallbackFailure();
       nb::gil_scoped_acquire gil;
+      deliver_log_lines();
       try {
         on_event(event_dict(e));
       } catch (nb::python_error& err) {
@@ -295,41 +449,50 @@ nb::dict run_job(nb::object clips, const std::string& profile, nb::object on_eve
     };
 
   // The job runs on a thread of its own while this one waits with the GIL released and
-  // wakes every 100 ms to let Python look at its signals: Ctrl-C sets `cancel` (frames in
-  // flight finish, nothing is left half-written) and KeyboardInterrupt is raised once the
-  // job has ended. The library installs no signal handler; Python keeps its own.
+  // wakes every 100 ms to let Python look at its signals (the main thread's: a job run from
+  // another thread is not interrupted). Ctrl-C sets `cancel`: frames in flight finish,
+  // nothing is left half-written, and KeyboardInterrupt is raised once the job has ended.
+  // A second Ctrl-C meanwhile is taken as part of the first. The library installs no signal
+  // handler; Python keeps its own.
   std::mutex m;
   std::condition_variable cv;
   bool done = false;
   JobSummary summary;
   std::exception_ptr failure;
+  Busy busy;  // the job, until its worker has ended (the exit hook waits for the worker)
   std::thread worker([&] {
     try {
       summary = run_inference(o, job, events);
     } catch (...) {
       failure = std::current_exception();
     }
+    busy.done();
     std::lock_guard<std::mutex> l(m);
     done = true;
     cv.notify_all();
   });
-  bool interrupted = false;
+  std::optional<nb::python_error> interrupted;
   for (;;) {
     {
-      nb::gil_scoped_release nogil;
+      Unlocked nogil;
       std::unique_lock<std::mutex> l(m);
       if (cv.wait_for(l, std::chrono::milliseconds(100), [&] { return done; })) break;
     }
-    if (!interrupted && PyErr_CheckSignals() != 0) {
-      interrupted = true;  // the KeyboardInterrupt (or the handler's exception) stays set
+    if (PyErr_CheckSignals() != 0) {
+      if (!interrupted) interrupted.emplace();  // the KeyboardInterrupt (or the handler's error)
+      else PyErr_Clear();
       cancel = true;
     }
   }
   {
-    nb::gil_scoped_release nogil;
+    Unlocked nogil;
     worker.join();
   }
-  if (interrupted) throw nb::python_error();
+  if (interrupted) {
+    nb::python_error err = std::move(*interrupted);
+    interrupted.reset();
+    throw err;
+  }
   if (raised) {
     nb::python_error err = std::move(*raised);
     raised.reset();
@@ -342,7 +505,7 @@ nb::dict run_job(nb::object clips, const std::string& profile, nb::object on_eve
 nb::dict system_dict() {
   SystemInfo s;
   {
-    nb::gil_scoped_release nogil;
+    Unlocked nogil;
     s = system_info();
   }
   nb::dict d;
@@ -365,18 +528,36 @@ nb::dict system_dict() {
 
 }  // namespace
 
-std::string option_text(nb::handle v) {
-  if (nb::isinstance<nb::bool_>(v)) return nb::cast<bool>(v) ? "true" : "false";
-  if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
+std::string option_text(nb::handle v, const std::string& key) {
+  auto scalar = [&](nb::handle x) -> std::string {
+    if (nb::isinstance<nb::bool_>(x)) return nb::cast<bool>(x) ? "true" : "false";
+    if (nb::isinstance<nb::list>(x) || nb::isinstance<nb::tuple>(x) || nb::isinstance<nb::dict>(x))
+      throw ConfigError(key + ": a nested list or a dict is not a value");
+    if (PyObject_HasAttrString(x.ptr(), "__fspath__") || nb::isinstance<nb::bytes>(x)) return path_text(x, key);
+    return nb::cast<std::string>(nb::str(x));
+  };
+  if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {  // one level: outputs=("matte", "comp")
     std::string s;
-    for (nb::handle x : v) s += (s.empty() ? "" : ",") + option_text(x);
+    for (nb::handle x : v) s += (s.empty() ? "" : ",") + scalar(x);
     return s;
   }
-  return nb::cast<std::string>(nb::str(v));
+  return scalar(v);
 }
 
-void set_option(EngineOptions& o, const std::string& key, nb::handle value) {
-  set_engine_option(o, key, option_text(value));
+std::string path_text(nb::handle v, const std::string& what) {
+  const nb::module_ os = nb::module_::import_("os");
+  std::string s;
+  try {
+    s = nb::cast<std::string>(os.attr("fsdecode")(os.attr("fspath")(v)));
+  } catch (nb::python_error&) {
+    throw ConfigError(what + ": not a path (str, bytes or os.PathLike)");
+  }
+  if (s.find('\0') != std::string::npos) throw ConfigError(what + ": the path holds a NUL character");
+  return s;
+}
+
+void set_option(EngineOptions& o, const std::string& key, nb::handle value, const std::string& source) {
+  set_engine_option(o, key, option_text(value, key), source);
 }
 
 }  // namespace corridorkey::python
@@ -392,7 +573,8 @@ NB_MODULE(_corridorkey, m) {
   m.def("_set_log_target", &set_log_target, nb::arg("target").none(),
         "Where the library's log lines go: target(level: int, message: str), or None for stderr.");
 
-  nb::class_<PyModel>(m, "Model", "Loaded weights that engines share (one copy in memory).")
+  nb::class_<PyModel>(m, "Model", "Loaded weights that engines share (one copy in memory).",
+                      nb::is_weak_referenceable())
       .def_static("load", &load_model, nb::arg("checkpoint").none() = nb::none(), nb::kw_only(),
                   nb::arg("profile") = "optimized", nb::arg("device") = "auto", nb::arg("img_size") = 0,
                   nb::arg("model_overrides"),
@@ -412,8 +594,9 @@ NB_MODULE(_corridorkey, m) {
       });
 
   auto engine = nb::class_<PyEngine>(m, "Engine", "Keys frames on a Model's weights. Calls on one engine "
-                                                  "are serialised; engines of one Model run concurrently.");
-  engine.def("info", [](PyEngine& e) { return info_dict(e.engine->info()); },
+                                                  "are serialised; engines of one Model run concurrently.",
+                                     nb::is_weak_referenceable());
+  engine.def("info", [](PyEngine& e) { deliver_log_lines(); return info_dict(e.engine->info()); },
              "What runs: device, precision, attention, refiner, size and the measured plan.");
   bind_frames(engine);
 
@@ -421,4 +604,6 @@ NB_MODULE(_corridorkey, m) {
         nb::arg("on_event").none() = nb::none(), nb::arg("overrides"),
         "Keys clips end to end as `corridorkey-engine inference` does; returns the summary.");
   m.def("info", &system_dict, "The engine and LibTorch versions, devices and the CPU.");
+  m.def("_close_for_exit", &close_for_exit, nb::arg("seconds") = 300.0,
+        "atexit: refuse new calls, cancel running jobs, wait for the calls in flight.");
 }

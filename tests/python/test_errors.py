@@ -127,3 +127,46 @@ def test_a_cuda_tensor_is_refused_with_a_message(engine, ck):
     with pytest.raises(Exception) as e:
         engine.process_frame(CudaTensor(180, 320, 3))
     assert "CUDA" in str(e.value) and ("host memory" in str(e.value) or "cpu" in str(e.value).lower()), str(e.value)
+
+
+def test_arguments_that_once_crashed_or_misled_are_refused_by_name(ck, engine, frame1, tmp_path):
+    plate, hint = frame1
+    huge = np.lib.stride_tricks.as_strided(np.zeros(3, np.uint8), (1, 2**32 + 64, 3), (0, 0, 1))
+    with pytest.raises(ck.ConfigError, match="more than a frame may hold"):
+        engine.process_frame(huge, screen="green")
+    loop = []
+    loop.append(loop)
+    with pytest.raises(ck.ConfigError, match="threads: a nested list"):
+        ck.Model.load(tune="off", threads=loop)
+    with pytest.raises(ck.ConfigError, match="empty path"):
+        ck.Model.load("")
+    with pytest.raises(ck.ConfigError, match="NUL"):
+        ck.Model.load(ck.info()["default_checkpoint"] + "\0x")
+    with pytest.raises(ck.ConfigError, match="img_size"):
+        ck.Model.load(tune="off", img_size=-1)
+    batch = np.stack([plate, plate]).astype(np.float32)
+    overlapping = np.lib.stride_tricks.as_strided(np.zeros(plate.size + 20000, np.float32), (2,) + plate.shape,
+                                                  (80000, plate.shape[1] * 12, 12, 4))
+    with pytest.raises(ck.ConfigError, match="frames overlap"):
+        engine.process_frame(batch, outputs=("fg",), out={"fg": overlapping}, screen="green")
+    read_only = np.zeros(plate.shape[:2], np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(ck.ConfigError, match="writable"):
+        engine.process_frame(plate, hint, out={"matte": read_only})
+    with pytest.raises(ck.ConfigError, match="dtype int32"):
+        engine.process_frame(plate.astype(np.int32))
+    with pytest.raises(ck.ConfigError, match="input_colorspace"):
+        engine.process_frame(plate, hint, input_colorspace="auto")
+    with pytest.raises(TypeError):
+        ck.set_log_handler(5)
+
+
+def test_paths_of_every_kind_and_a_one_pixel_wide_plate(ck, engine, frame1):
+    import pathlib
+
+    plate, hint = frame1
+    path = ck.info()["default_checkpoint"]
+    for p in (pathlib.Path(path), path.encode()):
+        assert ck.Model.load(p, tune="off").arch == "small"
+    column = np.ascontiguousarray(plate[:, :1])  # numpy gives the length-1 axis any stride
+    assert engine.process_frame(column, hint[:, :1], screen="green")["matte"].shape == (plate.shape[0], 1)

@@ -62,3 +62,39 @@ def test_two_hundred_frames_at_384_grow_rss_by_less_than_5_percent(engine, frame
         del out
     grown = rss_bytes() - start
     assert grown < 0.05 * start, f"RSS grew {grown / 2**20:.1f} MiB over {start / 2**20:.1f} MiB"
+
+
+def test_log_lines_from_threads_that_hold_and_that_gave_up_the_gil_do_not_deadlock(ck, tmp_path):
+    """A profile file's warning is logged while Python parses it (the GIL held); an engine's
+    refiner line while it is built (the GIL given up): both at once used to freeze."""
+    import subprocess
+    import sys
+
+    partial = tmp_path / "partial.yaml"
+    partial.write_text("tile_size: 256\n")
+    code = (
+        "import threading, corridorkey\n"
+        "def w():\n"
+        f"    for _ in range(60): corridorkey.Model.load(profile={str(partial)!r}, tune='off').engine()\n"
+        "ts = [threading.Thread(target=w) for _ in range(2)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "print('done')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "done" in r.stdout, r.stderr[-2000:]
+
+
+def test_the_process_ends_cleanly_with_a_daemon_thread_keying(ck, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import SAMPLE
+
+    code = (
+        "import threading, time, cv2, corridorkey\n"
+        f"p = cv2.imread({str(SAMPLE / 'Input' / 'frame_0001.png')!r})[:, :, ::-1].copy()\n"
+        "e = corridorkey.Model.load(tune='off').engine()\n"
+        "threading.Thread(target=lambda: [e.process_frame(p) for _ in iter(int, 1)], daemon=True).start()\n"
+        "time.sleep(1.5)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert "leaked" not in r.stderr
