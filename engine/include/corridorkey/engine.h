@@ -227,7 +227,8 @@ create_engine(const EngineOptions& options);
 [[deprecated("create_engine(model, options.engine())")]] CORRIDORKEY_API std::unique_ptr<BaseEngine> create_engine(
     std::shared_ptr<const Model> model, const EngineOptions& options);
 
-/// Bundled default checkpoint path (checkpoints/ in the source tree or the install share).
+/// Bundled default checkpoint path: $CORRIDORKEY_CHECKPOINT, else data_dir()/checkpoints/
+/// greenformer_small_synthetic384.ts (profile.h).
 CORRIDORKEY_API std::string default_checkpoint();
 
 CORRIDORKEY_NAMESPACE_END
