@@ -5,11 +5,13 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 set(CK_INSTALL_SHARE "${CMAKE_INSTALL_DATADIR}/corridorkey")
 
-add_library(corridorkey_engine SHARED "${PROJECT_SOURCE_DIR}/cmake/ck_torch_pch.cpp")
+add_library(corridorkey_engine SHARED "${PROJECT_SOURCE_DIR}/cmake/ck_torch_pch.cpp"
+            $<TARGET_OBJECTS:ck_runtime_hooks>)
 # Every object of the engine's static libraries goes in (--whole-archive), so the exported
 # library is complete whatever a consumer calls; their own dependencies link normally.
-set(_ck_parts ck_options ck_config ck_colour ck_clip_colour ck_io ck_post ck_hint ck_runtime_core ck_runtime ck_pipeline ck_farm
-  ck_devtools ck_model ck_kernels)
+# The dev tools (ck_devtools) and the tests' hooks are not among them: the library is the API.
+set(_ck_parts ck_options ck_config ck_colour ck_clip_colour ck_io ck_post ck_hint ck_runtime_core ck_runtime
+  ck_pipeline ck_farm ck_model ck_kernels)
 add_dependencies(corridorkey_engine ${_ck_parts})
 set(_ck_archives "")
 foreach(_p IN LISTS _ck_parts)
@@ -69,9 +71,9 @@ install(FILES "${PROJECT_SOURCE_DIR}/tools/bench_reference.py" "${PROJECT_SOURCE
               "${PROJECT_SOURCE_DIR}/tools/corridorkey_client.py"
         DESTINATION ${CK_INSTALL_SHARE}/tools)
 if(TARGET corridorkey-engine)
-  # The library's own folder first ($ORIGIN-relative: the prefix may move), then LibTorch.
-  file(RELATIVE_PATH _ck_bin_to_lib "/p/${CMAKE_INSTALL_BINDIR}" "/p/${CMAKE_INSTALL_LIBDIR}")
-  set_target_properties(corridorkey-engine PROPERTIES
-    INSTALL_RPATH "$ORIGIN/${_ck_bin_to_lib};${CK_INSTALL_TORCH_RPATH}")
+  # The CLI holds the engine itself (the dev tools are not in the library): LibTorch is all it
+  # loads from elsewhere. bin/ and lib/ are both one level below the prefix, so an
+  # $ORIGIN-relative CK_INSTALL_TORCH_RPATH holds for both.
+  set_target_properties(corridorkey-engine PROPERTIES INSTALL_RPATH "${CK_INSTALL_TORCH_RPATH}")
   install(TARGETS corridorkey-engine RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()

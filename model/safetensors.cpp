@@ -1,6 +1,6 @@
 #include "safetensors.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "json_reader.h"
 #include "mapped_files.h"

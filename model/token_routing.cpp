@@ -2,7 +2,7 @@
 
 #include "functional.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/pooling.h>

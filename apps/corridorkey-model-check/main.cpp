@@ -6,7 +6,7 @@
 //
 //   corridorkey-model-check --device cuda --img-size 1024 --json out.json
 //   corridorkey-model-check --device cpu --arch tiny --img-size 128 --precisions bfloat16
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/system.h>
 

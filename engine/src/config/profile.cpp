@@ -1,6 +1,6 @@
 // Profiles: YAML files of Profile-scope fields, parsed and printed through the EngineOptions
 // table (config/engine_fields.cpp); plus the public option-table API.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
 

@@ -1,6 +1,6 @@
 #include "devtools/reference_bench.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/system.h>
 
 #include "config/paths.h"

@@ -1,6 +1,6 @@
 #include "pipeline/clip_colour.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "io/image_io.h"
 

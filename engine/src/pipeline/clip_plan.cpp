@@ -1,6 +1,6 @@
 #include "pipeline/clip_plan.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "io/image_io.h"
 #include "io/video_writer.h"

@@ -1,7 +1,7 @@
 // The torch-free half of frame.h: post-processing and writing one frame's outputs. The
 // clip pipeline's writers (frame_writer.cpp) and `serve` call the same two functions, so a
 // frame keyed either way gives the same files.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/frame.h>
 
 #include "colour/primaries.h"

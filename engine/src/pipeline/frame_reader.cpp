@@ -1,6 +1,6 @@
 #include "pipeline/frame_reader.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "io/image_io.h"
 #include "post/postprocess.h"

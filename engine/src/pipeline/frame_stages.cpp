@@ -2,7 +2,7 @@
 // calling thread: read -> prepare_frame (frame_reader.cpp) -> the engine -> resize to the
 // plate. The per-clip decisions (colour, backing, which model, swap) are made for this one
 // plate by the same rules plan_job and Pipeline::assign_models apply to a clip.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/frame.h>
 
 #include "io/image_io.h"

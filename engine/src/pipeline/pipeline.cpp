@@ -1,7 +1,7 @@
 // The overlapped clip pipeline: reader threads -> one inference thread -> writer threads,
 // with bounded queues between them. This file orchestrates; planning, reading and writing
 // live in clip_plan.cpp, frame_reader.cpp and frame_writer.cpp.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/pipeline.h>
 

@@ -1,5 +1,5 @@
+#include <corridorkey/check.h>
 #include <corridorkey/engine.h>
-#include <corridorkey/errors.h>
 #include <corridorkey/hint.h>
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>

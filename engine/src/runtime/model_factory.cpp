@@ -1,6 +1,6 @@
 #include "runtime/model_factory.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "model/random_weights.h"
 #include "config/log.h"

@@ -18,6 +18,7 @@
 #include "runtime/memory.h"
 #include "runtime/model_runner.h"
 #include "runtime/plan_deciders.h"
+#include "runtime/test_hooks.h"
 #include "runtime/tune_cache.h"
 #include "timing.h"
 
@@ -42,27 +43,6 @@
 namespace corridorkey::detail {
 namespace {
 
-std::mutex g_delay_m;
-std::map<std::string, double> g_delay;
-
-/// The delay injected for a trial: a tag such as "bfloat16 native" takes the delays of
-/// "bfloat16", "native" and of the whole tag, so a test can slow one precision, one kernel,
-/// or one kernel in one precision.
-double injected(const std::string& candidate) {
-  std::lock_guard<std::mutex> l(g_delay_m);
-  double ms = 0;
-  auto add = [&](const std::string& k) {
-    const auto it = g_delay.find(k);
-    if (it != g_delay.end()) ms += it->second;
-  };
-  add(candidate);
-  if (candidate.find(' ') != std::string::npos) {
-    std::istringstream words(candidate);
-    for (std::string w; words >> w;) add(w);
-  }
-  return ms;
-}
-
 /// Best of `reps` timed runs after `warmup` untimed ones. The minimum, not the median: a
 /// trial is short and this machine is shared, and a slower run only adds noise.
 double time_ms(const std::string& candidate, int warmup, int reps, const std::function<void()>& f) {
@@ -70,7 +50,7 @@ double time_ms(const std::string& candidate, int warmup, int reps, const std::fu
   const auto t_all = timing::Clock::now();
   for (int i = 0; i < warmup; ++i) f();
   double best = 1e300;
-  const double delay = injected(candidate);
+  const double delay = hooks::trial_delay_ms(candidate);  // tests only (runtime/test_hooks.h)
   for (int i = 0; i < reps; ++i) {
     const auto t0 = timing::Clock::now();
     f();
@@ -285,12 +265,6 @@ struct Trials final : Measurements {
 void note_line(std::string& notes, const std::string& line) { detail::note(notes, line); }
 
 }  // namespace
-
-void inject_trial_delay(const std::string& candidate, double ms) {
-  std::lock_guard<std::mutex> l(g_delay_m);
-  if (candidate.empty()) g_delay.clear();
-  else g_delay[candidate] = ms;
-}
 
 std::string plan_key(const ModelOptions& m, const EngineSettings& e, const model::GreenFormerConfig& cfg,
                      const torch::Device& device) {
