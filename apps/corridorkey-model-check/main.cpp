@@ -271,7 +271,7 @@ class Checker {
       if (dev_.is_cpu() && kernels::cpu_kernels_enabled()) impl = "CPU kernels";
     }
     const double d = diff(got.to(torch::kDouble), want);
-    checks_.push_back({"GroupNorm + residual + ReLU (" + impl + ") vs float64", d, 1e-5, d <= 1e-5});
+    checks_.push_back({"GroupNorm + residual + ReLU (" + impl + ") vs float64", d, 1e-5, d <= 1e-5, ""});
   }
 
   std::vector<std::string> precisions() const {
