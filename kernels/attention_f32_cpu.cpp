@@ -16,14 +16,7 @@
 #include <stdexcept>
 #include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define CK_HAVE_X86 1
-// Only these functions use AVX2 / FMA; they run only after the CPU check below.
-#define CK_AVX2 __attribute__((target("avx2,fma")))
-// The 16-lane variant: the same algorithm, tiles and numerics on zmm registers.
-#define CK_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
-#endif
+#include "simd_f32.h"
 
 namespace corridorkey::kernels {
 namespace {
@@ -34,51 +27,15 @@ namespace {
 // Zen 3 core; a micro-tile's V rows (kKb x 32 dims x 4 B = 16 KiB) stay in its 32 KiB L1.
 constexpr int64_t kMq = 96;   // query rows per task (a multiple of 3, 4 and 6)
 constexpr int64_t kKb = 128;  // keys per block (a multiple of kNr)
-constexpr int64_t kNr = 16;   // keys per packed group: two ymm registers
-constexpr int kMr = 6;        // query rows per q k^T micro-tile: 6 x 2 accumulators
+constexpr int64_t kNr = 16;   // keys per packed group: two ymm registers, one zmm
 
 #ifdef CK_HAVE_X86
 
-/// 2^x by 2^n 2^f with n = round(x), f in [-0.5, 0.5] and 2^f by its degree-7 Taylor
-/// polynomial in f ln 2 (truncation <= 5e-9 relative: within 1-2 ulp of exp2f). Arguments
-/// below -126 give 2^-126, the smallest normal float: a probability that small next to the
-/// row's largest, 1, changes no sum. The softmax's scale and log2(e) fold into one FMA
-/// before it, so the exp costs no Cody-Waite reduction.
-/// Taylor coefficients of 2^f = e^(f ln 2), highest degree first (Horner), shared by both
-/// variants so they compute the same probabilities.
+/// Taylor coefficients of 2^f = e^(f ln 2), highest degree first (Horner): exp2_v in
+/// attention_f32_body.inc, the same for both variants so they compute the same probabilities.
 constexpr float kExp2Poly[8] = {1.5252733804059841e-05f, 1.5403530393381609e-04f, 1.3333558146428443e-03f,
                                 9.6181291076284772e-03f, 5.5504108664821580e-02f, 2.4022650695910071e-01f,
                                 6.9314718055994531e-01f, 1.0f};
-
-CK_AVX2 inline __m256 exp2_ps(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));
-  const __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256 f = _mm256_sub_ps(x, n);
-  __m256 p = _mm256_set1_ps(kExp2Poly[0]);
-  for (int i = 1; i < 8; ++i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2Poly[i]));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
-CK_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-CK_AVX2 inline float hmax(__m256 v) {
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_max_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-/// Lanes [0, n) set, n in 0..8.
-CK_AVX2 inline __m256 lanes_below(int64_t n) {
-  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), iota));
-}
 
 /// K rows [0, nk) (row stride s_seq) -> groups of kNr keys, each [d][kNr]: row t of a group
 /// is two ymm loads holding dimension t of 16 keys. Keys past nk are zero.
@@ -105,350 +62,67 @@ void pack_rows(const float* src, int64_t s_seq, int64_t n, int64_t d, float* out
   for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * d, src + i * s_seq, sizeof(float) * static_cast<size_t>(d));
 }
 
-/// S[r][0..16) = q_r . k_j for kMr query rows (pointers; duplicates allowed) and one group
-/// of keys, of which the first `live` are real; folds the real scores into each row's
-/// running maximum vmax[r] (8 lanes), so the softmax needs no separate pass for it.
-CK_AVX2 inline void qk_tile(const float* const* q, const float* kg, int64_t d, float* const* s,
-                            float* const* vmax, int64_t live) {
-  __m256 acc[kMr][2];
-  for (int r = 0; r < kMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t t = 0; t < d; ++t) {
-    const __m256 b0 = _mm256_loadu_ps(kg + t * kNr);
-    const __m256 b1 = _mm256_loadu_ps(kg + t * kNr + 8);
-    for (int r = 0; r < kMr; ++r) {
-      const __m256 a = _mm256_broadcast_ss(q[r] + t);
-      acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
-    }
-  }
-  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  const __m256 m0 = lanes_below(live);  // all lanes when live >= 8
-  const __m256 m1 = lanes_below(live - 8);
-  for (int r = 0; r < kMr; ++r) {
-    _mm256_storeu_ps(s[r], acc[r][0]);
-    _mm256_storeu_ps(s[r] + 8, acc[r][1]);
-    __m256 mx = _mm256_max_ps(_mm256_blendv_ps(ninf, acc[r][0], m0), _mm256_blendv_ps(ninf, acc[r][1], m1));
-    _mm256_storeu_ps(vmax[r], _mm256_max_ps(_mm256_loadu_ps(vmax[r]), mx));
-  }
-}
-
-/// O[r][c0 .. c0 + 8 NV) += sum over keys j < kb of P[r][j] V[j] for R rows (pointers;
-/// duplicates allowed: a duplicate computes and stores the same values).
-template <int R, int NV>
-CK_AVX2 inline void pv_tile(const float* const* p, const float* v, int64_t s_seq, int64_t kb,
-                            float* const* o, int64_t c0) {
-  __m256 acc[R][NV];
-  for (int r = 0; r < R; ++r)
-    for (int z = 0; z < NV; ++z) acc[r][z] = _mm256_loadu_ps(o[r] + c0 + 8 * z);
-  for (int64_t j = 0; j < kb; ++j) {
-    const float* vj = v + j * s_seq + c0;
-    __m256 b[NV];
-    for (int z = 0; z < NV; ++z) b[z] = _mm256_loadu_ps(vj + 8 * z);
-    for (int r = 0; r < R; ++r) {
-      const __m256 a = _mm256_broadcast_ss(p[r] + j);
-      for (int z = 0; z < NV; ++z) acc[r][z] = _mm256_fmadd_ps(a, b[z], acc[r][z]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int z = 0; z < NV; ++z) _mm256_storeu_ps(o[r] + c0 + 8 * z, acc[r][z]);
-}
-
-/// Rows [0, rows) of O (row stride ldo) += P V, in chunks of up to 4 vectors (32 dims),
-/// each with as many rows as keep 12 accumulators in registers.
-template <int R, int NV>
-CK_AVX2 void pv_chunk(const float* p, int64_t ldp, const float* v, int64_t s_seq, int64_t kb,
-                      float* o, int64_t ldo, int64_t rows, int64_t c0) {
-  for (int64_t r0 = 0; r0 < rows; r0 += R) {
-    const float* pr[R];
-    float* orow[R];
-    for (int r = 0; r < R; ++r) {
-      const int64_t row = std::min<int64_t>(r0 + r, rows - 1);
-      pr[r] = p + row * ldp;
-      orow[r] = o + row * ldo;
-    }
-    pv_tile<R, NV>(pr, v, s_seq, kb, orow, c0);
-  }
-}
-
-CK_AVX2 void pv_rows(const float* p, int64_t ldp, const float* v, int64_t s_seq, int64_t kb,
-                     float* o, int64_t ldo, int64_t rows, int64_t d) {
-  int64_t c0 = 0;
-  for (; c0 + 32 <= d; c0 += 32) pv_chunk<3, 4>(p, ldp, v, s_seq, kb, o, ldo, rows, c0);
-  switch ((d - c0) / 8) {
-    case 3: pv_chunk<4, 3>(p, ldp, v, s_seq, kb, o, ldo, rows, c0); break;
-    case 2: pv_chunk<6, 2>(p, ldp, v, s_seq, kb, o, ldo, rows, c0); break;
-    case 1: pv_chunk<6, 1>(p, ldp, v, s_seq, kb, o, ldo, rows, c0); break;
-    default: break;
-  }
-}
-
-/// Online-softmax step for one query row and a block of raw scores s[0..kbp) of which the
-/// first `valid` are real keys, whose maximum qk_tile gathered in vmax: turns them into
-/// probabilities in place (0 past `valid`), rescales the row's output if its running max m
-/// moved, and updates the running sum l. m is kept in log2 units (scaled scores times
-/// log2 e), so each probability is one FMA and an exp2.
-CK_AVX2 void softmax_row(float* s, int64_t kbp, int64_t valid, float scale2, __m256 vmax, float& m,
-                         float& l, float* o, int64_t d) {
-  const float m_new = std::max(m, hmax(vmax) * scale2);
-  const float alpha = m == -std::numeric_limits<float>::infinity() ? 0.f : std::exp2(m - m_new);
-  const __m256 mv = _mm256_set1_ps(m_new), sc = _mm256_set1_ps(scale2);
-  __m256 sum = _mm256_setzero_ps();
-  for (int64_t j = 0; j < kbp; j += 8) {
-    __m256 e = exp2_ps(_mm256_fmsub_ps(_mm256_loadu_ps(s + j), sc, mv));
-    if (j + 8 > valid) e = _mm256_and_ps(e, lanes_below(valid - j));
-    _mm256_storeu_ps(s + j, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  l = l * alpha + hsum(sum);
-  m = m_new;
-  if (alpha != 1.0f) {
-    const __m256 av = _mm256_set1_ps(alpha);
-    for (int64_t t = 0; t < d; t += 8) _mm256_storeu_ps(o + t, _mm256_mul_ps(_mm256_loadu_ps(o + t), av));
-  }
-}
-
 struct Scratch {
   std::vector<float> s, o, q, kp, v;
   std::vector<float> m, l;
   std::vector<float> vmax;  // 8 (AVX2) or 16 (AVX-512) lanes per row: the maximum of its raw scores
 };
 
-/// Query rows [i0, i1) of one problem (q rows qs apart); kp: its packed keys; v: its values,
-/// contiguous [nk, d].
-CK_AVX2 void attend(const float* q_in, int64_t qs, const float* kp, const float* v, float* out,
-                    int64_t os, int64_t i0, int64_t i1, int64_t nk, int64_t d, float scale,
-                    Scratch& w) {
-  const float scale2 = scale * 1.44269504088896341f;  // scores -> log2 units
-  const int64_t rows = i1 - i0, vs = d;
-  w.q.resize(static_cast<size_t>(kMq * d));
-  pack_rows(q_in + i0 * qs, qs, rows, d, w.q.data());
-  const float* q = w.q.data();
-  w.s.resize(static_cast<size_t>(kMq * kKb));
-  w.o.assign(static_cast<size_t>(rows * d), 0.f);
-  w.m.assign(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
-  w.l.assign(static_cast<size_t>(rows), 0.f);
-  float* s = w.s.data();
-  float* o = w.o.data();
-  for (int64_t k0 = 0; k0 < nk; k0 += kKb) {
-    const int64_t valid = std::min(kKb, nk - k0), kbp = (valid + kNr - 1) / kNr * kNr;
-    w.vmax.assign(static_cast<size_t>(rows * 8), -std::numeric_limits<float>::infinity());
-    for (int64_t r0 = 0; r0 < rows; r0 += kMr) {
-      const float* qr[kMr];
-      float* sr[kMr];
-      float* vm[kMr];
-      for (int r = 0; r < kMr; ++r) {
-        const int64_t row = std::min<int64_t>(r0 + r, rows - 1);
-        qr[r] = q + row * d;
-        sr[r] = s + row * kKb;
-        vm[r] = w.vmax.data() + row * 8;
-      }
-      for (int64_t g = 0; g < kbp / kNr; ++g) {
-        float* sg[kMr];
-        for (int r = 0; r < kMr; ++r) sg[r] = sr[r] + g * kNr;
-        qk_tile(qr, kp + (k0 / kNr + g) * d * kNr, d, sg, vm, valid - g * kNr);
-      }
-    }
-    for (int64_t r = 0; r < rows; ++r)
-      softmax_row(s + r * kKb, kbp, valid, scale2, _mm256_loadu_ps(w.vmax.data() + r * 8),
-                  w.m[static_cast<size_t>(r)], w.l[static_cast<size_t>(r)], o + r * d, d);
-    pv_rows(s, kKb, v + k0 * vs, vs, valid, o, d, rows, d);
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    const __m256 inv = _mm256_set1_ps(1.0f / w.l[static_cast<size_t>(r)]);
-    float* dst = out + (i0 + r) * os;
-    for (int64_t t = 0; t < d; t += 8)
-      _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_loadu_ps(o + r * d + t), inv));
-  }
+/// 8 lanes of a row of d floats (d a multiple of 8) times `alpha`, in place: a row's output
+/// rescaled when its running maximum moves (both variants: d need not be a multiple of 16).
+CK_AVX2 inline void scale_row(float* o, int64_t d, float alpha) {
+  const __m256 av = _mm256_set1_ps(alpha);
+  for (int64_t t = 0; t < d; t += 8) _mm256_storeu_ps(o + t, _mm256_mul_ps(_mm256_loadu_ps(o + t), av));
 }
 
-// ---- AVX-512: 16 lanes, 32 registers ------------------------------------------------------
-// Same packed keys (groups of 16 keys = one zmm per dimension), same online softmax and the
-// same polynomial; the q k^T micro-tile is 12 rows x 32 keys (24 accumulators) and a P V
-// micro-tile up to 64 output dimensions, the last vector masked (d 56 = 3 x 16 + 8).
+/// dst[0..d) = src[0..d) * k (the row's 1 / l), 8 lanes at a time.
+CK_AVX2 inline void store_scaled_row(float* dst, const float* src, int64_t d, float k) {
+  const __m256 kv = _mm256_set1_ps(k);
+  for (int64_t t = 0; t < d; t += 8) _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_loadu_ps(src + t), kv));
+}
 
-constexpr int kMr512 = 12;  // query rows per q k^T micro-tile
+// ---- The ISA traits (simd_f32.h) and the tiles that fit each ISA's register file --------
+// kMr query rows per q k^T micro-tile times kQkVecs key vectors of accumulators (AVX2:
+// 6 x 2 of 16 ymm; AVX-512: 12 x 2 of 32 zmm), and P V micro-tiles of up to kPvAcc
+// accumulators over at most kPvRows rows (AVX2: 3 rows x 4 vectors = 32 dims at d 56's
+// first chunk; AVX-512: 6 x 4 = 64 dims, the last vector masked, d 56 = 3 x 16 + 8).
+struct Avx2 : simd::Avx2 {
+  static constexpr int kMr = 6, kQkVecs = 2, kPvAcc = 12, kPvRows = 6;
+};
+struct Avx512 : simd::Avx512 {
+  static constexpr int kMr = 12, kQkVecs = 2, kPvAcc = 24, kPvRows = 12;
+};
 
 // GCC 12's own avx512fintrin.h passes `_mm512_undefined_ps()` (`__m512 __Y = __Y;`) as the
 // unused merge source of unmasked ops, which -Wmaybe-uninitialized reports at every inlined
-// call (GCC bug 105593); nothing here reads an undefined lane.
+// call (GCC bug 105593); nothing here reads an undefined lane. Clang has no such warning.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
-CK_AVX512 inline __m512 exp2_ps512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-126.0f));
-  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(x, n);
-  __m512 p = _mm512_set1_ps(kExp2Poly[0]);
-  for (int i = 1; i < 8; ++i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[i]));
-  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-}
+#define CK_NS avx512
+#define CK_T CK_AVX512
+#define CK_TRAITS Avx512
+#include "attention_f32_body.inc"
+#undef CK_NS
+#undef CK_T
+#undef CK_TRAITS
 
-/// Lanes [0, n) of 16, n any integer.
-inline __mmask16 mask16(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1);
-}
-
-/// S[r][0 .. 16 G) = q_r . k_j for kMr512 rows and G (1 or 2) consecutive key groups, of which
-/// the first `live` keys are real; folds the real scores into vmax[r] (16 lanes).
-template <int G>
-CK_AVX512 inline void qk_tile512(const float* const* q, const float* kg, int64_t d, float* const* s,
-                                 float* const* vmax, int64_t live) {
-  __m512 acc[kMr512][G];
-  for (int r = 0; r < kMr512; ++r)
-    for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
-  for (int64_t t = 0; t < d; ++t) {
-    __m512 b[G];
-    for (int g = 0; g < G; ++g) b[g] = _mm512_loadu_ps(kg + g * d * kNr + t * kNr);
-    for (int r = 0; r < kMr512; ++r) {
-      const __m512 a = _mm512_set1_ps(q[r][t]);
-      for (int g = 0; g < G; ++g) acc[r][g] = _mm512_fmadd_ps(a, b[g], acc[r][g]);
-    }
-  }
-  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (int r = 0; r < kMr512; ++r) {
-    __m512 mx = _mm512_loadu_ps(vmax[r]);
-    for (int g = 0; g < G; ++g) {
-      _mm512_storeu_ps(s[r] + g * kNr, acc[r][g]);
-      mx = _mm512_max_ps(mx, _mm512_mask_mov_ps(ninf, mask16(live - 16 * g), acc[r][g]));
-    }
-    _mm512_storeu_ps(vmax[r], mx);
-  }
-}
-
-/// O[r][c0 .. c0 + 16 NV) += P[r][0..kb) V for R rows; the last vector covers only the lanes
-/// in `tail` (loads masked, so nothing past a row's d is read or written).
-template <int R, int NV>
-CK_AVX512 inline void pv_tile512(const float* const* p, const float* v, int64_t s_seq, int64_t kb,
-                                 float* const* o, int64_t c0, __mmask16 tail) {
-  __m512 acc[R][NV];
-  for (int r = 0; r < R; ++r)
-    for (int z = 0; z < NV; ++z)
-      acc[r][z] = _mm512_maskz_loadu_ps(z == NV - 1 ? tail : static_cast<__mmask16>(0xFFFF), o[r] + c0 + 16 * z);
-  for (int64_t j = 0; j < kb; ++j) {
-    const float* vj = v + j * s_seq + c0;
-    __m512 b[NV];
-    for (int z = 0; z < NV - 1; ++z) b[z] = _mm512_loadu_ps(vj + 16 * z);
-    b[NV - 1] = _mm512_maskz_loadu_ps(tail, vj + 16 * (NV - 1));
-    for (int r = 0; r < R; ++r) {
-      const __m512 a = _mm512_set1_ps(p[r][j]);
-      for (int z = 0; z < NV; ++z) acc[r][z] = _mm512_fmadd_ps(a, b[z], acc[r][z]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int z = 0; z < NV - 1; ++z) _mm512_storeu_ps(o[r] + c0 + 16 * z, acc[r][z]);
-    _mm512_mask_storeu_ps(o[r] + c0 + 16 * (NV - 1), tail, acc[r][NV - 1]);
-  }
-}
-
-template <int R, int NV>
-CK_AVX512 void pv_chunk512(const float* p, int64_t ldp, const float* v, int64_t s_seq, int64_t kb,
-                           float* o, int64_t ldo, int64_t rows, int64_t c0, __mmask16 tail) {
-  for (int64_t r0 = 0; r0 < rows; r0 += R) {
-    const float* pr[R];
-    float* orow[R];
-    for (int r = 0; r < R; ++r) {
-      const int64_t row = std::min<int64_t>(r0 + r, rows - 1);
-      pr[r] = p + row * ldp;
-      orow[r] = o + row * ldo;
-    }
-    pv_tile512<R, NV>(pr, v, s_seq, kb, orow, c0, tail);
-  }
-}
-
-CK_AVX512 void pv_rows512(const float* p, int64_t ldp, const float* v, int64_t s_seq, int64_t kb,
-                          float* o, int64_t ldo, int64_t rows, int64_t d) {
-  int64_t c0 = 0;
-  for (; c0 + 64 <= d; c0 += 64) pv_chunk512<6, 4>(p, ldp, v, s_seq, kb, o, ldo, rows, c0, 0xFFFF);
-  const int64_t rem = d - c0;
-  if (rem == 0) return;
-  const __mmask16 tail = mask16(rem % 16 == 0 ? 16 : rem % 16);
-  switch ((rem + 15) / 16) {
-    case 4: pv_chunk512<6, 4>(p, ldp, v, s_seq, kb, o, ldo, rows, c0, tail); break;
-    case 3: pv_chunk512<8, 3>(p, ldp, v, s_seq, kb, o, ldo, rows, c0, tail); break;
-    case 2: pv_chunk512<12, 2>(p, ldp, v, s_seq, kb, o, ldo, rows, c0, tail); break;
-    default: pv_chunk512<12, 1>(p, ldp, v, s_seq, kb, o, ldo, rows, c0, tail); break;
-  }
-}
-
-CK_AVX512 void softmax_row512(float* s, int64_t kbp, int64_t valid, float scale2, __m512 vmax, float& m,
-                              float& l, float* o, int64_t d) {
-  const float m_new = std::max(m, _mm512_reduce_max_ps(vmax) * scale2);
-  const float alpha = m == -std::numeric_limits<float>::infinity() ? 0.f : std::exp2(m - m_new);
-  const __m512 mv = _mm512_set1_ps(m_new), sc = _mm512_set1_ps(scale2);
-  __m512 sum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < kbp; j += 16) {
-    const __m512 e = _mm512_maskz_mov_ps(mask16(valid - j), exp2_ps512(_mm512_fmsub_ps(_mm512_loadu_ps(s + j), sc, mv)));
-    _mm512_storeu_ps(s + j, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  l = l * alpha + _mm512_reduce_add_ps(sum);
-  m = m_new;
-  if (alpha != 1.0f) {
-    const __m256 av = _mm256_set1_ps(alpha);
-    for (int64_t t = 0; t < d; t += 8) _mm256_storeu_ps(o + t, _mm256_mul_ps(_mm256_loadu_ps(o + t), av));
-  }
-}
-
-CK_AVX512 void attend512(const float* q_in, int64_t qs, const float* kp, const float* v, float* out,
-                         int64_t os, int64_t i0, int64_t i1, int64_t nk, int64_t d, float scale,
-                         Scratch& w) {
-  const float scale2 = scale * 1.44269504088896341f;
-  const int64_t rows = i1 - i0, vs = d;
-  w.q.resize(static_cast<size_t>(kMq * d));
-  pack_rows(q_in + i0 * qs, qs, rows, d, w.q.data());
-  const float* q = w.q.data();
-  w.s.resize(static_cast<size_t>(kMq * kKb));
-  w.o.assign(static_cast<size_t>(rows * d), 0.f);
-  w.m.assign(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
-  w.l.assign(static_cast<size_t>(rows), 0.f);
-  float* s = w.s.data();
-  float* o = w.o.data();
-  for (int64_t k0 = 0; k0 < nk; k0 += kKb) {
-    const int64_t valid = std::min(kKb, nk - k0), groups = (valid + kNr - 1) / kNr, kbp = groups * kNr;
-    w.vmax.assign(static_cast<size_t>(rows * 16), -std::numeric_limits<float>::infinity());
-    for (int64_t r0 = 0; r0 < rows; r0 += kMr512) {
-      const float* qr[kMr512];
-      float* sr[kMr512];
-      float* vm[kMr512];
-      for (int r = 0; r < kMr512; ++r) {
-        const int64_t row = std::min<int64_t>(r0 + r, rows - 1);
-        qr[r] = q + row * d;
-        sr[r] = s + row * kKb;
-        vm[r] = w.vmax.data() + row * 16;
-      }
-      int64_t g = 0;
-      for (; g + 2 <= groups; g += 2) {
-        float* sg[kMr512];
-        for (int r = 0; r < kMr512; ++r) sg[r] = sr[r] + g * kNr;
-        qk_tile512<2>(qr, kp + (k0 / kNr + g) * d * kNr, d, sg, vm, valid - g * kNr);
-      }
-      if (g < groups) {
-        float* sg[kMr512];
-        for (int r = 0; r < kMr512; ++r) sg[r] = sr[r] + g * kNr;
-        qk_tile512<1>(qr, kp + (k0 / kNr + g) * d * kNr, d, sg, vm, valid - g * kNr);
-      }
-    }
-    for (int64_t r = 0; r < rows; ++r)
-      softmax_row512(s + r * kKb, kbp, valid, scale2, _mm512_loadu_ps(w.vmax.data() + r * 16),
-                     w.m[static_cast<size_t>(r)], w.l[static_cast<size_t>(r)], o + r * d, d);
-    pv_rows512(s, kKb, v + k0 * vs, vs, valid, o, d, rows, d);
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    const __m256 inv = _mm256_set1_ps(1.0f / w.l[static_cast<size_t>(r)]);
-    float* dst = out + (i0 + r) * os;
-    for (int64_t t = 0; t < d; t += 8)
-      _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_loadu_ps(o + r * d + t), inv));
-  }
-}
-
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
-bool cpu_has_avx2_fma() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
-bool cpu_has_avx512() {
-  return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512dq");
-}
+#define CK_NS avx2
+#define CK_T CK_AVX2
+#define CK_TRAITS Avx2
+#include "attention_f32_body.inc"
+#undef CK_NS
+#undef CK_T
+#undef CK_TRAITS
+
+using simd::cpu_has_avx2_fma;
+using simd::cpu_has_avx512;
 
 #endif  // CK_HAVE_X86
 
@@ -538,9 +212,9 @@ void run(Isa isa, const AttentionF32Shape& s, const AttentionF32View& q, const A
       const float* qp = q.data + offset(p, q.s_batch, q.s_window, q.s_head);
       float* op = out.data + offset(p, out.s_batch, out.s_window, out.s_head);
       if (isa == Isa::avx512)
-        attend512(qp, q.s_seq, kp, vp, op, out.s_seq, i0, i1, s.nk, d, scale, w);
+        avx512::attend(qp, q.s_seq, kp, vp, op, out.s_seq, i0, i1, s.nk, d, scale, w);
       else
-        attend(qp, q.s_seq, kp, vp, op, out.s_seq, i0, i1, s.nk, d, scale, w);
+        avx2::attend(qp, q.s_seq, kp, vp, op, out.s_seq, i0, i1, s.nk, d, scale, w);
     }
   });
 #else

@@ -8,10 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define CK_HAVE_X86 1
-#endif
+#include "simd_f32.h"
 
 namespace corridorkey::kernels {
 namespace {
@@ -58,43 +55,23 @@ struct TileGrid {
 
 #ifdef CK_HAVE_X86
 #define CK_NS avx512
-#define CK_T __attribute__((target("avx512f,avx2,fma")))
-#define CK_W 16
+#define CK_T CK_AVX512
+#define CK_TRAITS simd::Avx512
 #define CK_NV 4
-namespace avx512 {
-using vf = __m512;
-CK_T inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
-CK_T inline void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
-CK_T inline vf vzero() { return _mm512_setzero_ps(); }
-CK_T inline vf vset1(float x) { return _mm512_set1_ps(x); }
-CK_T inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
-CK_T inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
-CK_T inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
-}  // namespace avx512
 #include "winograd_conv_body.inc"
 #undef CK_NS
 #undef CK_T
-#undef CK_W
+#undef CK_TRAITS
 #undef CK_NV
 
 #define CK_NS avx2
-#define CK_T __attribute__((target("avx2,fma")))
-#define CK_W 8
+#define CK_T CK_AVX2
+#define CK_TRAITS simd::Avx2
 #define CK_NV 2
-namespace avx2 {
-using vf = __m256;
-CK_T inline vf vload(const float* p) { return _mm256_loadu_ps(p); }
-CK_T inline void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
-CK_T inline vf vzero() { return _mm256_setzero_ps(); }
-CK_T inline vf vset1(float x) { return _mm256_set1_ps(x); }
-CK_T inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
-CK_T inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
-CK_T inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
-}  // namespace avx2
 #include "winograd_conv_body.inc"
 #undef CK_NS
 #undef CK_T
-#undef CK_W
+#undef CK_TRAITS
 #undef CK_NV
 #endif
 
@@ -175,9 +152,8 @@ struct Choice {
   Isa isa = Isa::none;
   Choice() {
 #ifdef CK_HAVE_X86
-    __builtin_cpu_init();
-    avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && self_test(Isa::avx2);
-    avx512 = avx2 && __builtin_cpu_supports("avx512f") && self_test(Isa::avx512);
+    avx2 = simd::cpu_has_avx2_fma() && self_test(Isa::avx2);
+    avx512 = simd::cpu_has_avx512() && self_test(Isa::avx512);
     isa = avx512 ? Isa::avx512 : avx2 ? Isa::avx2 : Isa::none;
 #endif
   }

@@ -1,6 +1,6 @@
 #include "checkpoint.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "json_reader.h"
 #include "safetensors.h"
@@ -43,7 +43,10 @@ std::string strip_prefix(std::string key) {
 std::string describe_key(const pickle::Value& k) {
   if (k.kind == pickle::Kind::Str) return k.s;
   if (k.kind == pickle::Kind::Int) return std::to_string(k.i);
-  return "<" + k.type_name() + " key>";
+  // Appended, not "<" + string: GCC 12 reports a false -Wstringop-overflow for a literal
+  // prepended to a temporary string (its insert at 0), here and in safetensors.cpp.
+  std::string out = "<";
+  return out.append(k.type_name()).append(" key>");
 }
 
 void read_torchscript(Checkpoint& ck, const TorchArchive& ar) {

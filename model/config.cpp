@@ -1,6 +1,6 @@
 #include "config.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "json_reader.h"
 

@@ -1,6 +1,6 @@
 #include "green_former.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <torch/nn/functional/upsampling.h>
 

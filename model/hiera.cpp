@@ -1,6 +1,6 @@
 #include "hiera.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "functional.h"
 

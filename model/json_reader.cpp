@@ -1,6 +1,6 @@
 #include "json_reader.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <charconv>
 #include <cmath>

@@ -2,7 +2,7 @@
 
 #include "functional.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/pooling.h>
@@ -138,7 +138,7 @@ torch::Tensor TokenRouterImpl::run_block(size_t i, HieraBlockImpl& blk, const to
   return y.scatter(1, idx, ye);
 }
 
-int64_t TokenRouterImpl::load(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+int64_t TokenRouterImpl::load_weights(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                               const std::string& source) {
   torch::NoGradGuard ng;
   auto params = named_parameters(true);

@@ -80,8 +80,9 @@ class TokenRouterImpl : public torch::nn::Module {
   void plan(const torch::Tensor& x);
   /// Block hook for Hiera::forward: routed blocks return their output, others undefined.
   torch::Tensor run_block(size_t block, HieraBlockImpl& blk, const torch::Tensor& x);
-  /// Loads ltrm_* tensors; returns how many were found (0: identity LTRMs).
-  int64_t load(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+  /// Loads ltrm_* tensors; returns how many were found (0: identity LTRMs). Not `load`:
+  /// that would hide torch::nn::Module::load(InputArchive&).
+  int64_t load_weights(const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                const std::string& source);
   const StageRoute& route(int stage) const { return stage == 2 ? r2_ : r3_; }
 

@@ -1,6 +1,6 @@
 #include "torch_archive.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <c10/core/CPUAllocator.h>
 #include <caffe2/serialize/inline_container.h>

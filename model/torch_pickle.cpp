@@ -1,6 +1,6 @@
 #include "torch_pickle.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <algorithm>
 #include <cctype>

@@ -16,7 +16,7 @@ log() { printf '[fuzz] %s\n' "$*" >&2; }
 gen=()
 [ -f "$build/CMakeCache.txt" ] || gen=(-G Ninja)
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCK_FUZZ=ON -DCK_PYTHON="$venv/bin/python" > "$build.configure.log" 2>&1 \
+  -DCK_FUZZ=ON -DCK_WERROR="${CK_WERROR:-OFF}" -DCK_PYTHON="$venv/bin/python" > "$build.configure.log" 2>&1 \
   || { cat "$build.configure.log"; exit 1; }
 cmake --build "$build" --parallel "${CK_JOBS:-$(nproc)}" --target $(printf 'fuzz_%s ' "${targets[@]}")
 "$venv/bin/python" "$root/tests/fuzz/make_seeds.py" "$build/seeds" >&2

@@ -105,7 +105,7 @@ log "venv ok: $("$venv/bin/python" -c 'import torch,timm;print("torch",torch.__v
 gen=()
 [ -f "$build/CMakeCache.txt" ] || gen=(-G Ninja)
 cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
-      -DCK_PYTHON="$venv/bin/python" ${CK_CMAKE_ARGS:-}
+      -DCK_WERROR="${CK_WERROR:-OFF}" -DCK_PYTHON="$venv/bin/python" ${CK_CMAKE_ARGS:-}
 cmake --build "$build" --parallel "${CK_JOBS:-$(nproc)}"
 
 # ---- 4. the Python module into the venv ---------------------------------------

@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include <corridorkey/bench.h>
+#include <corridorkey/check.h>
 #include <corridorkey/checkpoint.h>
 #include <corridorkey/errors.h>
 

@@ -3,7 +3,7 @@
 #include "export_file.h"
 #include "stop_signals.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/job.h>
 #include <corridorkey/profile.h>
 #include <corridorkey/tune.h>

@@ -4,7 +4,7 @@
 #include "option_args.h"
 
 #include <corridorkey/engine.h>
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/tune.h>
 
 #include <cstdio>

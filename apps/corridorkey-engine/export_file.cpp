@@ -1,6 +1,6 @@
 #include "export_file.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <cerrno>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #include "option_args.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
 

@@ -1,6 +1,6 @@
 #include "flat_profile.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 
 #include <fstream>

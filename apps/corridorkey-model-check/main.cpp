@@ -6,7 +6,7 @@
 //
 //   corridorkey-model-check --device cuda --img-size 1024 --json out.json
 //   corridorkey-model-check --device cpu --arch tiny --img-size 128 --precisions bfloat16
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/system.h>
 
@@ -271,7 +271,7 @@ class Checker {
       if (dev_.is_cpu() && kernels::cpu_kernels_enabled()) impl = "CPU kernels";
     }
     const double d = diff(got.to(torch::kDouble), want);
-    checks_.push_back({"GroupNorm + residual + ReLU (" + impl + ") vs float64", d, 1e-5, d <= 1e-5});
+    checks_.push_back({"GroupNorm + residual + ReLU (" + impl + ") vs float64", d, 1e-5, d <= 1e-5, ""});
   }
 
   std::vector<std::string> precisions() const {

@@ -15,6 +15,7 @@
 #include "support/planar.h"
 #include "attention_f32_cpu.h"
 #include "support/support.h"
+#include "support/test_hooks.h"
 
 #include <cmath>
 #include <fstream>

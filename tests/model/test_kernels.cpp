@@ -18,8 +18,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <random>
 #include <tuple>
 #include <vector>
 #if defined(__x86_64__)
@@ -238,6 +243,122 @@ TEST_CASE("native fp32 attention matches float64 attention to fp32 rounding, in 
   F::mask_unit_attention(qkv.to(torch::kBFloat16), 2, 1, 1, true, {}, true);
   F::mask_unit_attention(torch::randn({1, 64, 3 * 2 * 12}), 2, 1, 1, true, {}, true);
   CHECK(K::native_attention_f32_calls() == calls);
+}
+
+namespace {
+uint64_t fnv1a(const void* p, size_t n, uint64_t h = 1469598103934665603ull) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+/// The digest tests/golden/attention_f32.txt records for `isa`: the kernel on 15 seeded
+/// problems (Hiera's d 56 windowed and global shapes, every tail, d 8 to 256, scaled
+/// inputs) in Hiera's interleaved [N, 3, H, d] layout, each output hashed, the hashes folded.
+uint64_t attention_f32_digest() {
+  struct C {
+    int64_t heads, nq, nk, d;
+    float amp;
+  };
+  const C cases[] = {{2, 64, 64, 56, 1.f},  {8, 300, 300, 56, 1.f}, {2, 77, 77, 56, 2.f},   {1, 21, 300, 56, 2.f},
+                     {2, 130, 17, 64, 1.f}, {1, 5, 33, 8, 3.f},     {3, 40, 150, 88, 1.f},  {1, 13, 45, 120, 1.f},
+                     {1, 9, 20, 200, 1.f},  {1, 97, 129, 24, 1.f},  {2, 3, 1, 16, 1.f},     {1, 50, 257, 256, 0.5f},
+                     {2, 100, 100, 40, 8.f}, {1, 190, 260, 48, 1.f}, {4, 64, 64, 112, 1.f}};
+  uint64_t all = 1469598103934665603ull;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (const auto& c : cases) {
+    const int64_t H = c.heads, row = 3 * H * c.d, n = std::max(c.nq, c.nk);
+    std::vector<float> qkv(static_cast<size_t>(n * row));
+    for (auto& x : qkv) x = c.amp * nd(rng);
+    std::vector<float> out(static_cast<size_t>(c.nq * H * c.d), 0.f);
+    K::native_attention_f32({1, 1, H, c.nq, c.nk, c.d}, {qkv.data(), 0, 0, c.d, row},
+                            {qkv.data() + H * c.d, 0, 0, c.d, row}, {qkv.data() + 2 * H * c.d, 0, 0, c.d, row},
+                            {out.data(), 0, 0, c.d, H * c.d});
+    const uint64_t h = fnv1a(out.data(), out.size() * sizeof(float));
+    all = fnv1a(&h, sizeof h, all);
+  }
+  return all;
+}
+}  // namespace
+
+// Each variant keeps the bits it had before its body was shared with the other (issue 39):
+// the record was made on the two separate bodies (tests/golden/attention_f32.txt says how).
+TEST_CASE("the fp32 attention kernel gives each variant's recorded bits", "[unit]") {
+  const char* src = std::getenv("CK_SOURCE_DIR");
+  REQUIRE(src);
+  std::map<std::string, std::string> record;
+  std::ifstream f(std::string(src) + "/tests/golden/attention_f32.txt");
+  for (std::string isa, digest; f >> isa;) {
+    if (isa[0] == '#') {
+      std::getline(f, digest);
+      continue;
+    }
+    f >> digest;
+    record[isa] = digest;
+  }
+  REQUIRE(record.count("avx2"));
+  for (const std::string isa : {"avx2", "avx512"}) {
+    if (!K::native_attention_f32_use_isa(isa)) {
+      std::cout << "SKIPPED the " << isa << " variant's record: no " << isa << " on this CPU\n";
+      continue;
+    }
+    INFO("variant " << isa);
+    char got[17];
+    std::snprintf(got, sizeof got, "%016llx", static_cast<unsigned long long>(attention_f32_digest()));
+    CHECK(record[isa] == got);
+  }
+  REQUIRE(K::native_attention_f32_use_isa("auto"));
+}
+
+// Not run by ctest ([.]): `ck_tests "[.kernel-bench]"` times each fp32 attention variant
+// this CPU runs at hiera_base_plus's shapes at 1024 (d 56): stage 3 global (8 heads x 4096
+// tokens), stage 4 global (16 x 1024) and stage 2's 16-token mask units (4 heads, 256 windows).
+TEST_CASE("native fp32 attention speed per variant", "[.kernel-bench]") {
+  struct Shape {
+    int64_t heads, windows, tokens;
+  };
+  for (const std::string isa : {"avx2", "avx512"}) {
+    if (!K::native_attention_f32_use_isa(isa)) {
+      std::cout << isa << ": not on this CPU\n";
+      continue;
+    }
+    for (const Shape s : {Shape{8, 1, 4096}, Shape{16, 1, 1024}, Shape{4, 256, 16}}) {
+      const int64_t d = 56, row = 3 * s.heads * d, n = s.windows * s.tokens;
+      std::vector<float> qkv(static_cast<size_t>(n * row)), out(static_cast<size_t>(n * s.heads * d));
+      for (size_t i = 0; i < qkv.size(); ++i) qkv[i] = static_cast<float>((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+      // Windows are the fastest index of N (Hiera's mask units): window stride 1 row.
+      const K::AttentionF32Shape shape{1, s.windows, s.heads, s.tokens, s.tokens, d};
+      auto view = [&](int64_t part) {
+        return K::AttentionF32View{qkv.data() + part * s.heads * d, 0, row, d, s.windows * row};
+      };
+      const K::AttentionF32Out o{out.data(), 0, s.heads * d, d, s.windows * s.heads * d};
+      // Wall time, and the process's CPU time (all threads): on a shared machine the second
+      // moves less with what else runs.
+      std::vector<double> t, cpu;
+      auto cpu_ms = [] {
+        timespec ts;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+      };
+      for (int i = 0; i < 6; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const double c0 = cpu_ms();
+        K::native_attention_f32(shape, view(0), view(1), view(2), o);
+        if (i > 0) {
+          t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+          cpu.push_back(cpu_ms() - c0);
+        }
+      }
+      std::sort(t.begin(), t.end());
+      std::sort(cpu.begin(), cpu.end());
+      const double gflop = 4.0 * s.heads * s.windows * s.tokens * s.tokens * d / 1e9;
+      std::printf("%s heads %lld windows %lld tokens %lld: median %.2f ms, best %.2f ms (%.1f GFLOP/s), cpu best %.2f ms\n",
+                  isa.c_str(), static_cast<long long>(s.heads), static_cast<long long>(s.windows),
+                  static_cast<long long>(s.tokens), t[t.size() / 2], t[0], gflop / t[t.size() / 2] * 1e3, cpu[0]);
+    }
+  }
+  REQUIRE(K::native_attention_f32_use_isa("auto"));
 }
 
 #if defined(__x86_64__)

@@ -10,6 +10,7 @@
 #include "io/image_io.h"
 #include "runtime/model_factory.h"
 #include "runtime/model_runner.h"
+#include "support/test_hooks.h"
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
 

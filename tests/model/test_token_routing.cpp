@@ -132,14 +132,14 @@ TEST_CASE("a thin band routes few tokens and changes the result boundedly", "[mo
 TEST_CASE("LTRM weights load by name; absent weights are reported", "[model]") {
   const auto ck = read_checkpoint(ck_test::fixture("tiny256.pth"));
   TokenRouter router(ck.config.encoder, 256, RoutingOptions{});
-  CHECK(router->load(ck.tensors, "tiny256.pth") == 0);  // none in a CorridorKey checkpoint
+  CHECK(router->load_weights(ck.tensors, "tiny256.pth") == 0);  // none in a CorridorKey checkpoint
   std::vector<std::pair<std::string, torch::Tensor>> t{
       {"ltrm_stage2.1.fc2.weight", torch::full({64, 128}, 0.25)},
       {"ltrm_stage3.0.eca.conv.weight", torch::full({1, 1, 5}, 0.5)}};
-  CHECK(router->load(t, "mem") == 2);
+  CHECK(router->load_weights(t, "mem") == 2);
   CHECK(router->named_parameters()["ltrm_stage2.1.fc2.weight"].mean().item<double>() == 0.25);
   t.push_back({"ltrm_stage2.1.nope", torch::zeros({1})});
-  CHECK_THROWS_AS(router->load(t, "mem"), corridorkey::ModelError);
+  CHECK_THROWS_AS(router->load_weights(t, "mem"), corridorkey::ModelError);
 
   // Through the engine: experimental profile = routing on, identity LTRMs noted.
   auto o = corridorkey::load_profile("experimental");

@@ -6,7 +6,7 @@
 #include "model/torch_pickle.h"
 #include "support/support.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <c10/core/CPUAllocator.h>
 #include <caffe2/serialize/inline_container.h>

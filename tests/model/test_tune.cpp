@@ -22,6 +22,7 @@
 #include "runtime/tune_cache.h"
 #include "runtime/tune_plan.h"
 #include "support/support.h"
+#include "support/test_hooks.h"
 
 #include <algorithm>
 #include <sys/wait.h>

@@ -8,6 +8,8 @@ Checks, each failing when the behaviour it names breaks:
   - frame.key writes the same bytes as `inference` for the same frame (given hint and
     generated hint), and frame.repost gives those bytes back with the same settings and
     different ones with another despill, without the model;
+  - frame.key applies the clip's colour decisions (input, output and FG spaces) as
+    `inference` does, to files and to shared-memory outputs;
   - shared-memory plates (uint8) and outputs (float32, float16) hold what the files hold;
   - errors: malformed JSON, bad version, unknown method, wrong types, missing file, a
     shared-memory block too small, an over-long line, a full queue, unknown frame_id;
@@ -99,6 +101,9 @@ subprocess.run([cli, "inference", clip, *SERVE, "--quiet"], check=True)
 subprocess.run([cli, "inference", gen, *SERVE, "--quiet"], check=True)
 subprocess.run([cli, "inference", clip, *SERVE, "--quiet", "--profile", "original", "--img-size", "256",
                 "--output-root", os.path.join(work, "at256")], check=True)
+ACES = {"input_colorspace": "acescg", "output_colorspace": "aces2065-1", "fg_colorspace": "acescg"}
+subprocess.run([cli, "inference", clip, *SERVE, "--quiet", "--frames", "2-2", "--output-root", os.path.join(work, "aces"),
+                *[a for k, v in ACES.items() for a in ("--" + k.replace("_", "-"), v)]], check=True)
 out = os.path.join(work, "out")
 os.makedirs(out)
 
@@ -133,6 +138,15 @@ with spawn() as ck:
     p_raw = os.path.join(out, "p_raw.exr")
     ck.repost(fid, outputs={"processed": p_raw}, despeckle=False)
     check(np.allclose(read(p_raw)[..., 3], read(o["matte"]), atol=1e-3), "despeckle off: alpha is not the matte")
+    # The clip's colour decisions: an ACEScg plate, Processed in ACES2065-1, FG in ACEScg, as
+    # `inference` writes them (frame.key refused output_colorspace before issue 39, and wrote
+    # Processed in scene-linear Rec.709).
+    oa = {k: os.path.join(out, f"aces_{k}.exr") for k in ("matte", "fg", "processed")}
+    ck.key(os.path.join(clip, "Input", "f2.png"), hint=os.path.join(clip, "AlphaHint", "f2.png"), outputs=oa, **ACES)
+    for k, d in (("matte", "Matte"), ("fg", "FG"), ("processed", "Processed")):
+        check(same_bytes(oa[k], os.path.join(work, "aces", "clip", d, "f2.exr")),
+              f"frame.key {k} with the clip's colour spaces differs from inference's")
+    check(not same_bytes(oa["processed"], o["processed"]), "the output colour space changed nothing")
     # Generated hint: frame.key without a hint = inference on a clip without AlphaHint/.
     og = {"matte": os.path.join(out, "g_matte.exr"), "hint": os.path.join(out, "g_hint.png")}
     ck.key(os.path.join(gen, "Input", "g1.png"), outputs=og)
@@ -168,6 +182,17 @@ with spawn() as ck:
         m16 = np.ndarray((h, w), np.float16, sm16.buf).astype(np.float32)
         check(np.array_equal(m16, m32.astype(np.float16).astype(np.float32)), "float16 shm != float32 rounded")
         check(np.array_equal(m16, ref), "float16 shm != the half EXR")
+        # Shared-memory outputs are in the frame's colour spaces too: processed in ACES2065-1.
+        sm_p = shared_memory.SharedMemory(create=True, size=w * h * 4 * 4)
+        try:
+            ck.key(shm_image(sp.name, w, h, 3, "uint8", stride), hint=os.path.join(clip, "AlphaHint", "f2.png"),
+                   outputs={"processed": shm_image(sm_p.name, w, h, 4, "float16")}, **ACES)
+            p16 = np.ndarray((h, w, 4), np.float16, sm_p.buf).astype(np.float32)
+            pref = read(os.path.join(work, "aces", "clip", "Processed", "f2.exr"))  # BGRA
+            check(np.array_equal(p16, pref[..., [2, 1, 0, 3]]), "shm processed != inference's ACES2065-1 EXR")
+        finally:
+            sm_p.close()
+            sm_p.unlink()
         expect_error(lambda: ck.key(shm_image(small.name, w, h, 3, "uint8"), hint=os.path.join(clip, "AlphaHint", "f2.png")),
                      -32003, r"holds 100 bytes.*needs 43200", exit_code=3)
         expect_error(lambda: ck.key(shm_image("/ck-no-such-block", w, h, 3, "uint8")), -32003, "ck-no-such-block")

@@ -558,7 +558,7 @@ TEST_CASE("--on-error stop writes every frame before the failing one", "[pipelin
   // by the other reader. Earlier runs lost them; several runs cover the race.
   const auto root = ck_test::temp_dir("stop_before");
   for (int run = 0; run < 4; ++run) {
-    const auto clip = make_clip(root, "s" + std::to_string(run), 5);
+    const auto clip = make_clip(root, std::string("s").append(std::to_string(run)), 5);
     fs::remove(clip / "AlphaHint" / "hint_0003.png");
     std::ofstream(clip / "AlphaHint" / "hint_0003.png") << "\x89PNG\r\n\x1a\n broken";
     auto job = one_clip(clip);
@@ -836,7 +836,7 @@ TEST_CASE("an EXR is read in its display window: data offset, overscan and far o
     const char* name;
     B disp, data;
   };
-  for (const Case c : {Case{"same", B(V(0, 0), V(4, 2)), B(V(0, 0), V(4, 2))},
+  for (const Case& c : {Case{"same", B(V(0, 0), V(4, 2)), B(V(0, 0), V(4, 2))},
                        Case{"far", B(V(100000000, -100000000), V(100000004, -99999998)),
                             B(V(100000000, -100000000), V(100000004, -99999998))},
                        Case{"offset", B(V(0, 0), V(9, 5)), B(V(3, 2), V(7, 4))},

@@ -2,7 +2,7 @@
 // the CLI) may call setlocale(LC_ALL, "de_DE.UTF-8"); strtod then stops at the '.' of
 // "0.5" and streams print "0,5" and "1.920". The test switches this process to a
 // comma-decimal locale, generating one with localedef when none is installed.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
 

@@ -11,6 +11,7 @@
 #include "review/key_jobs.h"
 #include "serve/channel.h"
 
+#include <corridorkey/check.h>
 #include <corridorkey/colour.h>
 #include <corridorkey/errors.h>
 #include <corridorkey/profile.h>

@@ -1,6 +1,6 @@
 #include "serve/channel.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -20,11 +20,11 @@ namespace {
 
 /// InferenceOptions fields that mean something for one frame.
 const std::set<std::string>& frame_inference_keys() {
-  // input_colorspace / ocio_config: the plate's colour space (docs/colour.md); the output
-  // colour spaces (output_colorspace, fg_colorspace, comp_view) are the clip pipeline's only.
-  static const std::set<std::string> k = {"color", "input_colorspace", "ocio_config", "screen",
-                                          "hint_erode", "hint_blur", "backing_check",
-                                          "max_pixels", "exr_compression"};
+  // The colour decisions of a clip (docs/colour.md): the plate's space and the outputs'
+  // (output_colorspace, fg_colorspace, comp_view), applied as `inference` applies them.
+  static const std::set<std::string> k = {"color", "input_colorspace", "ocio_config", "output_colorspace",
+                                          "fg_colorspace", "comp_view", "screen", "hint_erode",
+                                          "hint_blur", "backing_check", "max_pixels", "exr_compression"};
   return k;
 }
 
@@ -190,6 +190,12 @@ json write_outputs(const CachedFrame& f, const PostSettings& ps, const std::vect
       check_shm(sh, method + ": outputs: " + to_string(o.kind));
     }
   json written = json::object();
+  // Each output in the colour space the frame's decisions give it (output_image), as the
+  // files `inference` writes hold it.
+  std::vector<Image> converted(outs.size());
+  std::vector<const Image*> delivered(outs.size());
+  for (size_t i = 0; i < outs.size(); ++i)  // (files: write_frame_output converts them)
+    if (outs[i].where.shm) delivered[i] = &output_image(outs[i].kind, image_of(outs[i].kind), raw, converted[i]);
   // Shared-memory outputs are written at once, one thread each: mapping a block (populated),
   // copying and unmapping is ~9 ms for a 1920x1080 RGBA float block on a Zen 5, mostly the
   // kernel's page-table work, which runs in parallel.
@@ -204,11 +210,10 @@ json write_outputs(const CachedFrame& f, const PostSettings& ps, const std::vect
   } join_all{shm_writers};
   for (size_t i = 0; i < outs.size(); ++i) {
     const auto& o = outs[i];
-    const Image& im = image_of(o.kind);
     if (o.where.shm) {
       auto write = [&, i] {
         try {
-          write_shm(*outs[i].where.shm, image_of(outs[i].kind), method + ": outputs: " + to_string(outs[i].kind));
+          write_shm(*outs[i].where.shm, *delivered[i], method + ": outputs: " + to_string(outs[i].kind));
         } catch (...) {
           shm_errors[i] = std::current_exception();
         }
@@ -216,7 +221,7 @@ json write_outputs(const CachedFrame& f, const PostSettings& ps, const std::vect
       if (shm_writers.size() + 1 < std::max(1u, std::thread::hardware_concurrency())) shm_writers.emplace_back(write);
       else write();
     } else {
-      write_frame_output(o.kind, o.where.path, im, compression);
+      write_frame_output(o.kind, o.where.path, image_of(o.kind), raw, compression);
     }
     written[to_string(o.kind)] = o.where.shm ? o.where.shm->name : o.where.path;
   }
@@ -264,6 +269,7 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
     if (!frame_inference_keys().count(k))
       throw RpcError(kInvalidParams, method + ": unknown parameter '" + k +
                                          "' (expected plate, hint, outputs, model, job_id, screen, color, input_colorspace, ocio_config, "
+                                         "output_colorspace, fg_colorspace, comp_view, "
                                          "hint_erode, hint_blur, backing_check, max_pixels, "
                                          "exr_compression, or an engine setting by its profile name)");
     set_inference_option(io, k, scalar_text(v, k, method), method);
@@ -274,18 +280,10 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
   auto outs = output_args(params, method);
   if (hint.given() && wants(outs, FrameOutput::Hint))
     throw RpcError(kInvalidParams, method + ": outputs: hint is the generated hint; this request gives one");
-  FrameSettings fs;
   if (io.color_given && !io.input_colorspace.empty())
     throw RpcError(kInvalidParams, method + ": color and input_colorspace both given (color is "
                                             "the deprecated spelling); give one");
-  fs.color = io.color;
-  fs.input_colorspace = io.input_colorspace;
-  fs.ocio_config = io.ocio_config;
-  fs.screen = io.screen;
-  fs.hint.erode = io.hint_erode;
-  fs.hint.blur = io.hint_blur;
-  fs.backing_check = io.backing_check;
-  fs.max_pixels = io.max_pixels;
+  const FrameSettings fs = frame_settings(io);
   const EngineOptions post = post_options(s->opt, params, method);
   const std::string compression = io.exr_compression;
   return [this, s, plate, hint, outs, fs, post, compression, method](Job& job) {

@@ -2,7 +2,7 @@
 
 #include "event_stream.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
 #include <corridorkey/version.h>

@@ -2,7 +2,7 @@
 
 #include "serve/rpc.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <fcntl.h>
 #include <sys/mman.h>

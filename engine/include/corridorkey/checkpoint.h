@@ -1,9 +1,8 @@
-// Checkpoint files as files: converting any loadable checkpoint to safetensors, and timing
-// how each format loads. Reading checkpoints for keying is the engine's job (engine.h);
-// nothing here runs code from a file.
+// Checkpoint files as files: converting any loadable checkpoint to safetensors. Reading
+// checkpoints for keying is the engine's job (engine.h); nothing here runs code from a file.
 //
-// Thread-safety: convert_checkpoint and run_load_bench may run from any thread; two converts
-// writing the same output path at once leave one of the two complete files.
+// Thread-safety: convert_checkpoint may run from any thread; two converts writing the same
+// output path at once leave one of the two complete files.
 #pragma once
 
 #include <corridorkey/export.h>
@@ -33,27 +32,6 @@ struct ConvertReport {
 /// read back and compared tensor by tensor (bit-identical, or IoError). ConfigError when
 /// `output` is the input itself or a folder; IoError / ModelError naming the file otherwise.
 CORRIDORKEY_API ConvertReport convert_checkpoint(const std::string& input, const std::string& output);
-
-struct LoadBenchOptions {
-  std::vector<std::string> checkpoints;  // files or folders, timed interleaved
-  std::string profile = "original";      // the engine built for the whole-load rows
-  int repeats = 5;
-  bool mmap = true;                      // safetensors access
-};
-
-struct LoadBenchRow {
-  std::string checkpoint, format;
-  uint64_t file_bytes = 0;
-  /// Medians over the repeats: file -> tensors by key (no model, no self-tests), and the
-  /// whole engine construction (read, build, weights in, start-up self-tests).
-  double parse_ms = 0, engine_ms = 0;
-  /// Largest peak-RSS growth over the process's resident set before the engine load.
-  uint64_t engine_rss_growth = 0;
-};
-
-/// Loads each checkpoint `repeats` times in turn (A B A B ...) in this process, resetting
-/// the kernel's peak-RSS mark (/proc/self/clear_refs) before each engine load.
-CORRIDORKEY_API std::vector<LoadBenchRow> run_load_bench(const LoadBenchOptions& options);
 
 /// Opt-in, for processes that key with mapped safetensors checkpoints (mmap: true, the
 /// default): installs a SIGBUS handler that turns a fault inside a mapped checkpoint (the

@@ -12,8 +12,6 @@
 #include <corridorkey/export.h>
 #include <corridorkey/version.h>
 
-#include <locale>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -49,20 +47,4 @@ class CORRIDORKEY_API DeviceError : public Error {
   using Error::Error;
 };
 
-namespace errors_detail {
-template <typename... Args>
-std::string str_cat(const Args&... args) {
-  std::ostringstream os;
-  os.imbue(std::locale::classic());  // 0.5 and 1920 in a message, whatever the host's locale
-  (os << ... << args);
-  return os.str();
-}
-}  // namespace errors_detail
-
 CORRIDORKEY_NAMESPACE_END
-
-/// CK_CHECK(cond, ErrorType, message parts...): throw ErrorType(message) when cond is false.
-#define CK_CHECK(cond, ErrorType, ...)                                  \
-  do {                                                                  \
-    if (!(cond)) throw ErrorType(::corridorkey::errors_detail::str_cat(__VA_ARGS__)); \
-  } while (0)

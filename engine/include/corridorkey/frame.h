@@ -1,7 +1,8 @@
 // One frame at a time, exactly as `corridorkey-engine inference` keys a frame of a clip:
 // the same reading, NaN clean-up, colour handling, generated hint, backing estimate,
-// green/blue swap, model, resize and post-processing, and the same files. The clip
-// pipeline and `serve` both run these stages; a host keys single frames with them.
+// green/blue swap, model, resize and post-processing, and the same files. Every entry
+// (BaseEngine::process_frame, key_frame, the clip pipeline, `serve`) runs one set of stages:
+// prepare -> infer -> to-plate -> finish (docs/embedding.md, "The frame stages").
 //
 //   corridorkey::FrameSource src;
 //   src.plate_file = "/shots/sh010/Input/sh010.1001.exr";       // hint: generated
@@ -10,7 +11,7 @@
 //   corridorkey::RawFrame raw = corridorkey::key_frame(*engine, nullptr, src, s);
 //   auto post = corridorkey::post_settings(engine->options(), raw.backing);
 //   auto done = corridorkey::finish_frame(raw, post, /*processed=*/true, /*comp=*/false);
-//   corridorkey::write_frame_output(corridorkey::FrameOutput::Matte, "matte.exr", raw.alpha);
+//   corridorkey::write_frame_output(corridorkey::FrameOutput::Matte, "matte.exr", raw.alpha, raw);
 //
 // Thread-safety: key_frame() runs the engine (and the blue engine when a plate is blue), so
 // its calls on one engine must be serialised (as process_frame()); engines on one Model may
@@ -26,6 +27,7 @@
 #include <corridorkey/image.h>
 #include <corridorkey/options.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,14 +48,24 @@ struct FrameSettings {
   /// A colour space name as InferenceOptions::input_colorspace (overrides `color` when set),
   /// with the OCIO config for names that are not built in (empty = $OCIO).
   std::string input_colorspace, ocio_config;
+  /// The outputs' colour spaces, as InferenceOptions names them (docs/colour.md): Processed's
+  /// (empty: the input's own), FG's (empty: the model's sRGB) and the view Comp is seen
+  /// through (empty: the sRGB preview).
+  std::string output_colorspace, fg_colorspace, comp_view;
   Screen screen = Screen::Auto;
   ChromaHintOptions hint;
   bool backing_check = true;
   int64_t max_pixels = int64_t{16384} * 16384;
 };
+/// The fields of a job's InferenceOptions that apply to one frame, as a FrameSettings.
+CORRIDORKEY_API FrameSettings frame_settings(const InferenceOptions& job);
+
+/// The colour decisions made for a keyed frame (the input's space, the outputs' spaces and
+/// their chromaticities); opaque, carried by RawFrame to output_image / write_frame_output.
+struct FrameColour;
 
 /// The raw model outputs at plate resolution, in the plate's channel order: what the
-/// post-processing starts from (Matte and FG are written from them as they are).
+/// post-processing starts from (Matte is written from them as it is, FG in its colour space).
 struct RawFrame {
   Image alpha;  // [H,W,1] linear
   Image fg;     // [H,W,3] sRGB straight
@@ -64,6 +76,9 @@ struct RawFrame {
   std::string checkpoint;          // the model that keyed it (the blue-screen one or not)
   StageTimings timings;            // read, preprocess, model stages, postprocess (resize)
   std::vector<std::string> warnings;
+  /// The colour decisions key_frame made for this frame (FrameSettings); null: an sRGB plate's
+  /// (Processed scene-linear Rec.709, FG sRGB, Comp the sRGB preview).
+  std::shared_ptr<const FrameColour> colour;
 };
 
 /// Keys one frame. A plate on a blue backing is keyed by `blue_engine` (a blue-screen
@@ -72,6 +87,19 @@ struct RawFrame {
 /// different aspect ratios), ModelError for a non-finite model output.
 CORRIDORKEY_API RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine,
                                    FrameSource source, const FrameSettings& settings);
+
+/// One frame from the host's own buffers, through the same decisions and stages: any pixel
+/// type and row stride (ImageView; its conversion to float is the only copy of the plate),
+/// grey plates replicated to RGB, NaN / Inf set to 0, the hint generated when `hint` has no
+/// data, the backing estimated from this plate for Screen::Auto (settings.screen), the colour
+/// as `settings` names it. Post-processed with the engine's settings (post_settings); the
+/// outputs `request` asks for go, each in its colour space (output_image), into the result or
+/// the request's views (checked before the model runs). FrameResult::warnings holds what
+/// RawFrame::warnings would, each also sent to the log handler. BaseEngine::process_frame is
+/// this with the engine's own input_is_linear and no blue-screen model.
+CORRIDORKEY_API FrameResult key_frame(BaseEngine& engine, BaseEngine* blue_engine, const ImageView& plate,
+                                      const ImageView& hint, const FrameSettings& settings,
+                                      const FrameRequest& request = {});
 
 /// Post-processing settings, from an engine's options (despill, despeckle) and a backing.
 struct PostSettings {
@@ -109,11 +137,24 @@ CORRIDORKEY_API Image despeckled_alpha(const RawFrame& raw, const PostSettings& 
 enum class FrameOutput { Matte, Fg, Processed, Comp, Hint };
 CORRIDORKEY_API const char* to_string(FrameOutput o);  // "matte" | "fg" | ... | "hint"
 
-/// Writes one output as `inference` writes it: half-float EXR (Matte "Y", FG "RGB",
-/// Processed "RGBA") with `exr_compression`; Comp as 8-bit PNG, or EXR when the path ends
-/// in .exr; Hint as 8-bit PNG. Atomic (a temporary name in the folder, then renamed), so
-/// an interrupted call leaves no partial file. IoError names the file; ConfigError for a
-/// path whose extension is not the format (matte.png).
+/// An output as `inference` delivers it: `image` (raw.alpha, raw.fg, a FinishedFrame's
+/// processed or comp, raw.hint) in the colour space raw.colour decided for it: FG through
+/// fg_colorspace, Processed through output_colorspace (default: the input's space), Comp
+/// through comp_view; Matte and Hint as they are. Returns `image` itself when nothing
+/// converts it, else `scratch`, which then holds the converted copy.
+CORRIDORKEY_API const Image& output_image(FrameOutput kind, const Image& image, const RawFrame& raw,
+                                          Image& scratch);
+
+/// Writes one output of a keyed frame as `inference` writes it: in its colour space
+/// (output_image), half-float EXR (Matte "Y", FG "RGB", Processed "RGBA") with
+/// `exr_compression`, tagged with the primaries raw.colour decided (Processed: the output
+/// space's, FG: fg_colorspace's); Comp as 8-bit PNG, or EXR when the path ends in .exr;
+/// Hint as 8-bit PNG. Atomic (a temporary name in the folder, then renamed), so an
+/// interrupted call leaves no partial file. IoError names the file; ConfigError for a path
+/// whose extension is not the format (matte.png).
+CORRIDORKEY_API void write_frame_output(FrameOutput kind, const std::string& path, const Image& image,
+                                        const RawFrame& raw, const std::string& exr_compression = "pxr24");
+/// The same for an image of an sRGB plate's frame (RawFrame::colour null).
 CORRIDORKEY_API void write_frame_output(FrameOutput kind, const std::string& path,
                                         const Image& image,
                                         const std::string& exr_compression = "pxr24");

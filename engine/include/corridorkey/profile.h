@@ -22,8 +22,14 @@ CORRIDORKEY_API std::vector<std::string> builtin_profiles();
 /// ("# draft: optimized with ..."); empty when the file cannot be read.
 CORRIDORKEY_API std::string profile_description(const std::string& name);
 
-/// Folder the bundled profiles are read from: $CORRIDORKEY_PROFILE_DIR, else the source
-/// tree's profiles/ (build tree), else <prefix>/share/corridorkey/profiles (install).
+/// The folder of the bundled data (profiles/, checkpoints/, tools/), found from the
+/// library's own location: $CORRIDORKEY_DATA_DIR, else (a build tree) the source tree,
+/// else <the library's folder>/../share/corridorkey, so a moved install or a Python wheel
+/// finds its own files. An installed library never reads the build machine's source tree.
+CORRIDORKEY_API std::string data_dir();
+
+/// Folder the bundled profiles are read from: $CORRIDORKEY_PROFILE_DIR, else
+/// data_dir()/profiles.
 CORRIDORKEY_API std::string profile_dir();
 
 /// Loads a profile by name (a bundled one) or by path (anything containing '/' or ending in

@@ -2,7 +2,7 @@
 
 #include "config/input_file.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <OpenColorIO/OpenColorIO.h>
 

@@ -1,6 +1,6 @@
 #include "colour/primaries.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <cmath>
 #include <sstream>

@@ -1,6 +1,6 @@
 #include "config/input_file.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <sys/stat.h>
 

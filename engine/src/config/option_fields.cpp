@@ -1,5 +1,5 @@
 // The public view of the option tables (corridorkey/option_fields.h).
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 
 #include <filesystem>

@@ -4,7 +4,7 @@
 // (a row prints `T{}` to show them). Torch-free.
 #pragma once
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 
 #include <functional>

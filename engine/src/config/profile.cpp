@@ -1,6 +1,6 @@
 // Profiles: YAML files of Profile-scope fields, parsed and printed through the EngineOptions
 // table (config/engine_fields.cpp); plus the public option-table API.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
 
@@ -8,6 +8,7 @@
 #include "config/log.h"
 #include "config/inference_fields.h"
 #include "config/input_file.h"
+#include "config/paths.h"
 #include "config/yaml_util.h"
 
 #include <yaml-cpp/yaml.h>
@@ -18,13 +19,6 @@
 #include <fstream>
 #include <locale>
 #include <sstream>
-
-#ifndef CK_SOURCE_PROFILE_DIR
-#define CK_SOURCE_PROFILE_DIR ""
-#endif
-#ifndef CK_INSTALL_PROFILE_DIR
-#define CK_INSTALL_PROFILE_DIR ""
-#endif
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
@@ -76,11 +70,8 @@ std::string profile_description(const std::string& name) {
 }
 
 std::string profile_dir() {
-  namespace fs = std::filesystem;
   if (const char* env = std::getenv("CORRIDORKEY_PROFILE_DIR"); env && *env) return env;
-  for (const char* d : {CK_SOURCE_PROFILE_DIR, CK_INSTALL_PROFILE_DIR})
-    if (*d && fs::exists(fs::path(d) / "original.yaml")) return d;
-  return CK_SOURCE_PROFILE_DIR;
+  return (config::data_dir() / "profiles").string();
 }
 
 void set_profile_field(EngineOptions& o, const std::string& key, const std::string& value,

@@ -1,7 +1,7 @@
 #include "config/input_file.h"
 #include "config/yaml_util.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <fstream>
 #include <map>

@@ -1,5 +1,5 @@
 #include <corridorkey/bench.h>
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
 

@@ -1,7 +1,7 @@
 // `corridorkey-engine bench --pipeline`: a generated 4K EXR clip keyed end to end, to check
 // that reading, post-processing and writing hide behind inference.
 #include <corridorkey/bench.h>
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/pipeline.h>
 #include <corridorkey/profile.h>
 

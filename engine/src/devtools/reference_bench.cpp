@@ -1,8 +1,9 @@
 #include "devtools/reference_bench.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/system.h>
 
+#include "config/paths.h"
 #include "model/sample_input.h"
 #include "model/torch_archive.h"
 #include "runtime/model_factory.h"
@@ -11,6 +12,7 @@
 #include <c10/core/InferenceMode.h>
 #include <nlohmann/json.hpp>
 #include <torch/serialize.h>
+#include <torch/version.h>
 
 #include <array>
 #include <cstdio>
@@ -20,16 +22,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef CK_BENCH_PYTHON
-#define CK_BENCH_PYTHON "python3"
-#endif
-#ifndef CK_SOURCE_TOOLS_DIR
-#define CK_SOURCE_TOOLS_DIR ""
-#endif
-
 namespace corridorkey::devtools {
 namespace fs = std::filesystem;
 namespace {
+
+/// The Python that runs the reference: $CORRIDORKEY_PYTHON, else the project venv where
+/// docs/build.md puts it ($CK_VENV, or ~/.cache/corridorkey-engine/venv-torch<LibTorch's
+/// version>), else python3 from PATH. Never a path fixed at build time: the CLI may run on
+/// another machine than the one that built it.
+std::string reference_python() {
+  auto env = [](const char* n) -> std::string {
+    const char* v = std::getenv(n);
+    return v ? v : "";
+  };
+  if (const auto p = env("CORRIDORKEY_PYTHON"); !p.empty()) return p;
+  fs::path venv = env("CK_VENV");
+  if (venv.empty() && !env("HOME").empty())
+    venv = fs::path(env("HOME")) / ".cache" / "corridorkey-engine" / ("venv-torch" + std::string(TORCH_VERSION));
+  std::error_code ec;
+  if (!venv.empty() && fs::exists(venv / "bin" / "python", ec)) return (venv / "bin" / "python").string();
+  return "python3";
+}
 
 std::string quote(const std::string& s) {  // for /bin/sh: single quotes, ' as '\''
   std::string q = "'";
@@ -68,9 +81,8 @@ bool is_reference_row(const std::string& p) {
 
 BenchRow run_reference_row(const BenchOptions& b, const std::string& variant,
                            std::vector<float>& alpha, std::vector<float>& fg) {
-  const char* env_py = std::getenv("CORRIDORKEY_PYTHON");
-  const std::string python = env_py && *env_py ? env_py : CK_BENCH_PYTHON;
-  const fs::path script = fs::path(CK_SOURCE_TOOLS_DIR) / "bench_reference.py";
+  const std::string python = reference_python();
+  const fs::path script = config::tools_dir() / "bench_reference.py";
   std::error_code ec;
   if (variant == "reference-upstream") {
     CK_CHECK(!b.reference_dir.empty(), ConfigError,
@@ -81,7 +93,7 @@ BenchRow run_reference_row(const BenchOptions& b, const std::string& variant,
              mt.string(), " not found (expected a CorridorKey checkout)");
   }
   CK_CHECK(fs::exists(script, ec), ConfigError, "bench --profile ", variant, ": ",
-           script.string(), " not found (reference rows need the source tree's tools/)");
+           script.string(), " not found (reference rows need the bundled tools/; $CORRIDORKEY_DATA_DIR names the folder that holds it)");
   const auto dir = fs::temp_directory_path() / ("ck_bench_ref_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::string arch;

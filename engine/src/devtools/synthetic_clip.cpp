@@ -1,6 +1,6 @@
 #include "devtools/synthetic_clip.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "io/image_io.h"
 

@@ -1,5 +1,5 @@
 // Job frames and their split into scheduler chunks; running one chunk.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/job.h>
 
 #include "io/clip.h"

@@ -1,5 +1,5 @@
 // Scheduler templates for a job: Open Job Description and Slurm.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/job.h>
 
 #include <yaml-cpp/yaml.h>

@@ -1,6 +1,6 @@
 // Job files: the job's own keys (a JobSpec table), `clips`, `profile` + `overrides`, and
 // every Run-scope EngineOptions field and InferenceOptions field through their tables.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/job.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>

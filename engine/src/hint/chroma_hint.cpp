@@ -1,6 +1,6 @@
 // The chroma-key hint: a colour-difference key against the clip's backing colour, cleaned
 // up and made coarse the way the model's training hints are.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/hint.h>
 
 #include "hint/morphology.h"

@@ -1,5 +1,5 @@
 // Estimating the backing colour of a clip from a few of its plates.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/hint.h>
 
 #include "hint/view_pixels.h"

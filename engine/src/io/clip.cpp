@@ -2,7 +2,7 @@
 
 #include "io/image_io.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/version.h>
 
 #include <algorithm>

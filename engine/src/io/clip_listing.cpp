@@ -1,6 +1,7 @@
 // The public view of clip discovery and frame reading (corridorkey/clips.h): the same
 // discovery, output names and readers as the clip pipeline, so a tool that looks at a clip
 // sees the files `inference` reads and writes.
+#include <corridorkey/check.h>
 #include <corridorkey/clips.h>
 #include <corridorkey/errors.h>
 

@@ -1,6 +1,6 @@
 #include "io/decode_budget.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <algorithm>
 #include <cctype>

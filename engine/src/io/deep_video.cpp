@@ -1,6 +1,6 @@
 #include "io/deep_video.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "io/video_writer.h"
 

@@ -2,7 +2,7 @@
 
 #include "io/image_integrity.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <OpenImageIO/imageio.h>
 

@@ -4,7 +4,7 @@
 #include "io/dpx.h"
 #include "io/header_probes.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <ImfChannelList.h>
 #include <ImfHeader.h>

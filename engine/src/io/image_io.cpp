@@ -1,6 +1,6 @@
 #include "io/image_io.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "io/deep_video.h"
 #include "io/dpx.h"

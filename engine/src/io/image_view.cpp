@@ -1,6 +1,6 @@
 // Views to owned float images and back (image.h): the one conversion of pixel types that
 // the engine, serve's shared memory and hosts' buffers all use.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/image.h>
 
 #include "io/half_float.h"

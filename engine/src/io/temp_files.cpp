@@ -1,6 +1,6 @@
 #include "io/temp_files.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <atomic>
 #include <cctype>

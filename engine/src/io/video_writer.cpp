@@ -1,6 +1,6 @@
 #include "io/video_writer.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "io/image_io.h"
 

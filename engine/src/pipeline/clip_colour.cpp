@@ -1,6 +1,6 @@
 #include "pipeline/clip_colour.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "io/image_io.h"
 
@@ -85,7 +85,8 @@ std::string ClipColour::summary() const {
 }
 
 JobColour resolve_frame_colour(const std::string& input_colorspace, ColorSpace color,
-                               const std::string& ocio_config) {
+                               const std::string& ocio_config, const std::string& output_colorspace,
+                               const std::string& fg_colorspace, const std::string& comp_view) {
   JobColour j;
   if (!input_colorspace.empty()) {
     j.input = input_colorspace;
@@ -95,6 +96,13 @@ JobColour resolve_frame_colour(const std::string& input_colorspace, ColorSpace c
     j.why = color == ColorSpace::Srgb ? "default" : "color " + std::string(color == ColorSpace::Linear ? "linear" : "auto");
   }
   if (j.input != "auto") j.input_space = colour::resolve(j.input, ocio_config);
+  if (!output_colorspace.empty()) j.output_space = colour::resolve(output_colorspace, ocio_config);
+  if (!fg_colorspace.empty()) j.fg_space = colour::resolve(fg_colorspace, ocio_config);
+  if (!comp_view.empty()) {
+    j.comp = std::make_shared<const colour::Conversion>(
+        colour::working_to_view(colour::config_file(ocio_config), comp_view));
+    j.comp_view = comp_view;
+  }
   return j;
 }
 
@@ -102,16 +110,8 @@ JobColour resolve_job_colour(const InferenceOptions& job) {
   CK_CHECK(job.input_colorspace.empty() || !job.color_given, ConfigError,
            "input_colorspace '", job.input_colorspace, "' and color (or --linear / --srgb) "
            "both given: color is the deprecated spelling of input_colorspace; give one");
-  auto j = resolve_frame_colour(job.input_colorspace, job.color, job.ocio_config);
-  if (!job.output_colorspace.empty())
-    j.output_space = colour::resolve(job.output_colorspace, job.ocio_config);
-  if (!job.fg_colorspace.empty()) j.fg_space = colour::resolve(job.fg_colorspace, job.ocio_config);
-  if (!job.comp_view.empty()) {
-    j.comp = std::make_shared<const colour::Conversion>(
-        colour::working_to_view(colour::config_file(job.ocio_config), job.comp_view));
-    j.comp_view = job.comp_view;
-  }
-  return j;
+  return resolve_frame_colour(job.input_colorspace, job.color, job.ocio_config, job.output_colorspace,
+                              job.fg_colorspace, job.comp_view);
 }
 
 ClipColour file_colour(const JobColour& job, const std::string& file, bool video,

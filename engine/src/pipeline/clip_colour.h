@@ -44,8 +44,10 @@ struct JobColour {
   std::string comp_view;
 };
 JobColour resolve_job_colour(const InferenceOptions& job);
+/// The same names for one frame (key_frame's FrameSettings): the input's, then the outputs'.
 JobColour resolve_frame_colour(const std::string& input_colorspace, ColorSpace color,
-                               const std::string& ocio_config);
+                               const std::string& ocio_config, const std::string& output_colorspace = "",
+                               const std::string& fg_colorspace = "", const std::string& comp_view = "");
 
 /// A clip's colour: `auto` decided from its first plate; warnings (a log DPX under auto)
 /// appended to `warnings`.

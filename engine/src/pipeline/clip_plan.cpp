@@ -1,6 +1,7 @@
 #include "pipeline/clip_plan.h"
+#include "pipeline/frame_stages.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "io/image_io.h"
 #include "io/video_writer.h"
@@ -73,13 +74,12 @@ std::string numbering_drift(const io::Clip& c, int n) {
   return "";
 }
 
-/// Plates the backing is estimated from: the first, middle and last frame of the clip
-/// (a video: its first), whatever --frames selects, so every farm chunk of a clip keys
-/// with the same backing colour. Scene-linear plates are sRGB-encoded first, as the
-/// model sees them. A plate that cannot be read is left out (its frame fails later, on its
-/// own); when none can be read, the first error is thrown.
-std::vector<Image> estimation_plates(const io::Clip& c, int n, const ClipColour& colour,
-                                     bool hint_files, const io::DecodeLimits& limits) {
+/// Plates the backing is estimated from (decide_screen): the first, middle and last frame of
+/// the clip (a video: its first), whatever --frames selects, so every farm chunk of a clip
+/// keys with the same backing colour. A plate that cannot be read is left out (its frame
+/// fails later, on its own); when none can be read, the first error is thrown.
+std::vector<Image> estimation_plates(const io::Clip& c, int n, bool hint_files,
+                                     const io::DecodeLimits& limits, const ClipColour& colour) {
   std::vector<Image> v;
   std::string first_error;
   auto attempt = [&](const std::function<Image()>& read) {
@@ -119,12 +119,6 @@ std::vector<Image> estimation_plates(const io::Clip& c, int n, const ClipColour&
       });
   }
   if (v.empty()) throw IoError(first_error);
-  for (auto& im : v) {
-    CK_CHECK(im.channels >= 3, IoError, c.root, ": plates have ", im.channels,
-             " channel(s); a backing colour needs RGB plates");
-    decode_plate(colour, im);
-    if (colour.linear) post::linear_to_srgb_inplace(im.pixels.data(), im.pixels.size());
-  }
   return v;
 }
 
@@ -162,22 +156,10 @@ void resolve_hints(ClipPlan& p, const InferenceOptions& job, int& n, Plan& plan,
     if (auto drift = numbering_drift(c, n); !drift.empty())
       plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root, std::move(drift)});
   // The backing: needed to generate hints, and (screen auto) to tell green from blue.
-  if (p.generate_hint || job.screen == Screen::Auto) {
-    try {
-      const auto plates = estimation_plates(c, n, p.colour, !p.generate_hint, limits);
-      std::vector<ImageView> views;
-      for (const auto& im : plates) views.push_back(im.view());
-      p.screen = estimate_screen(views, job.screen, c.root);
-    } catch (const IoError& e) {
-      if (p.generate_hint) throw;  // nothing to key the hint against: the clip cannot run
-      p.screen.screen = Screen::Green;
-      plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root,
-                             std::string("backing colour not estimated (") + e.what() +
-                                 "): keyed as a green screen (--screen green|blue sets it)"});
-    }
-  } else {
-    p.screen.screen = job.screen;
-  }
+  std::vector<std::string> warnings;
+  p.screen = decide_screen([&] { return estimation_plates(c, n, !p.generate_hint, limits, p.colour); }, p.colour,
+                           job.screen, p.generate_hint, c.root, "--screen green|blue", warnings);
+  for (auto& w : warnings) plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root, std::move(w)});
   // Which model keys the clip (and so whether it is swapped) is the pipeline's choice:
   // it knows whether a blue-screen model was given (Pipeline::assign_models).
 }

@@ -1,18 +1,19 @@
-// The torch-free half of frame.h: post-processing and writing one frame's outputs. The
-// clip pipeline's writers (frame_writer.cpp) and `serve` call the same two functions, so a
-// frame keyed either way gives the same files.
-#include <corridorkey/errors.h>
+// The torch-free half of frame.h, the finish stage (frame_stages.h): post-processing, each
+// output in the colour space decided for it, and writing it. The clip pipeline's writers
+// (frame_writer.cpp), `serve` and the single-frame entries call the same functions, so a
+// frame keyed any way gives the same files.
+#include <corridorkey/check.h>
 #include <corridorkey/frame.h>
 
-#include "colour/primaries.h"
 #include "io/image_io.h"
+#include "pipeline/frame_colour.h"
 #include "post/postprocess.h"
 
 #include <filesystem>
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-PostSettings post_settings(const EngineOptions& o, Screen backing) {
+PostSettings post_settings(const EngineOptions& o, Screen backing) {  // the one place they are made
   PostSettings s;
   s.despeckle = o.despeckle;
   s.despeckle_size = o.despeckle_size;
@@ -76,27 +77,82 @@ const char* to_string(FrameOutput o) {
   return "?";
 }
 
+namespace {
+/// What an sRGB plate's frame decides (RawFrame::colour null): Processed scene-linear Rec.709
+/// and tagged so, FG sRGB, Comp the sRGB preview.
+const pipeline::ClipColour& srgb_decisions() {
+  static const pipeline::ClipColour c = [] {
+    std::vector<std::string> unused;
+    return pipeline::file_colour(pipeline::resolve_frame_colour("", ColorSpace::Srgb, ""), "", false, unused);
+  }();
+  return c;
+}
+
+const pipeline::ClipColour& decisions(const RawFrame& raw) {
+  return raw.colour ? raw.colour->colour : srgb_decisions();
+}
+}  // namespace
+
+const Image& output_image(FrameOutput kind, const Image& image, const RawFrame& raw, Image& scratch) {
+  const auto& c = decisions(raw);
+  const int64_t n = static_cast<int64_t>(image.width) * image.height;
+  switch (kind) {
+    case FrameOutput::Fg:  // the model's sRGB foreground, linearised, into fg_colorspace
+      if (!c.fg) return image;
+      scratch = post::to_linear(image);
+      c.fg->apply(scratch.pixels.data(), n, scratch.channels);
+      return scratch;
+    case FrameOutput::Processed:
+      // Linear premultiplied: a matrix on premultiplied RGB is the matrix on straight RGB,
+      // premultiplied; alpha passes through.
+      if (!c.processed) return image;
+      scratch = image;
+      c.processed->apply(scratch.pixels.data(), n, 4);
+      return scratch;
+    case FrameOutput::Comp:  // the preview's linear values through the config's view
+      if (!c.comp) return image;
+      scratch = post::to_linear(image);
+      c.comp->apply(scratch.pixels.data(), n, 3);
+      return scratch;
+    case FrameOutput::Matte:
+    case FrameOutput::Hint:
+      return image;
+  }
+  return image;
+}
+
 void write_frame_output(FrameOutput kind, const std::string& path, const Image& image,
                         const std::string& exr_compression) {
+  write_frame_output(kind, path, image, RawFrame{}, exr_compression);
+}
+
+void write_frame_output(FrameOutput kind, const std::string& path, const Image& image_in,
+                        const RawFrame& raw, const std::string& exr_compression) {
   std::string ext = std::filesystem::path(path).extension().string();
   for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const int want = kind == FrameOutput::Matte || kind == FrameOutput::Hint ? 1
                    : kind == FrameOutput::Processed                       ? 4
                                                                           : 3;
-  CK_CHECK(image.channels == want && !image.empty(), ConfigError, path, ": ", to_string(kind),
-           " needs a ", want, "-channel image, got ", image.width, "x", image.height, "x",
-           image.channels);
+  CK_CHECK(image_in.channels == want && !image_in.empty(), ConfigError, path, ": ", to_string(kind),
+           " needs a ", want, "-channel image, got ", image_in.width, "x", image_in.height, "x",
+           image_in.channels);
   const auto compression = io::parse_exr_compression(exr_compression);
+  const auto& c = decisions(raw);
+  Image scratch;
+  const Image& image = output_image(kind, image_in, raw, scratch);
+  // EXRs say the primaries of their linear values, as the frame's colour decisions set them:
+  // Processed the output space's (scene-linear Rec.709 for an sRGB plate), FG fg_colorspace's.
+  auto xy = [](const std::optional<colour::Chromaticities>& v) { return v ? v->data() : nullptr; };
+  const double* primaries = kind == FrameOutput::Processed ? xy(c.processed_xy)
+                           : kind == FrameOutput::Fg      ? xy(c.fg_xy)
+                                                          : nullptr;
   switch (kind) {
     case FrameOutput::Matte:
     case FrameOutput::Fg:
     case FrameOutput::Processed:
       CK_CHECK(ext == ".exr", ConfigError, path, ": ", to_string(kind),
                " is written as a half-float EXR; name it .exr");
-      // Processed is scene-linear Rec.709 unless a colour space converted it (the clip
-      // pipeline writes those itself): its EXR says so, as the clip pipeline's does.
-      io::write_exr(path, image, want == 1 ? "Y" : want == 3 ? "RGB" : "RGBA", compression,
-                    kind == FrameOutput::Processed ? colour::gamut("rec709").xy.data() : nullptr);
+      io::write_exr(path, image, want == 1 ? "Y" : want == 3 ? "RGB" : "RGBA", compression, primaries);
       return;
     case FrameOutput::Comp:
       CK_CHECK(ext == ".png" || ext == ".exr", ConfigError, path,

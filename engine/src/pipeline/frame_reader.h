@@ -1,5 +1,5 @@
 // Reader side of the pipeline: decode plates and hints (image sequences frame by frame,
-// videos in order) and pre-process them to the model's input.
+// videos in order) and pre-process them to the model's input (prepare_frame, frame_stages.h).
 #pragma once
 
 #include "pipeline/clip_plan.h"
@@ -8,13 +8,6 @@
 #include <functional>
 
 namespace corridorkey::pipeline {
-
-/// One frame's pre-processing, as the clip's plan says: NaN / Inf to 0 (warned), negatives
-/// clamped, grey plates to RGB, the hint generated (and written to <out>/AlphaHint/ when
-/// the plan has an output folder; copied to *generated_hint when given), green and blue
-/// swapped, both resized to the model's size. Throws IoError naming `file`.
-ReadItem prepare_frame(const ClipPlan& plan, size_t clip, int index, Image plate, Image hint,
-                       const std::string& file, double read_ms, Image* generated_hint = nullptr);
 
 class FrameReader {
  public:

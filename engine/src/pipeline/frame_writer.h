@@ -1,16 +1,18 @@
-// Writer side of the pipeline: resize the model outputs to the plate, post-process, encode
-// the selected outputs (each written to a temporary name and renamed when complete).
+// Writer side of the pipeline: the model's outputs back at the plate (to_plate), finished and
+// each selected output written in its colour space (frame_stages.h), each to a temporary
+// name and renamed when complete.
 #pragma once
 
-#include "io/image_io.h"
+#include <corridorkey/options.h>
+
 #include "pipeline/clip_plan.h"
-#include "post/postprocess.h"
 
 namespace corridorkey::pipeline {
 
 class FrameWriter {
  public:
-  FrameWriter(const InferenceOptions& job, const post::PostOptions& post);
+  /// `engine`: the options whose post-processing settings every frame is finished with.
+  FrameWriter(const InferenceOptions& job, const EngineOptions& engine) : job_(job), engine_(engine) {}
 
   /// Writes one frame from its model-resolution alpha / fg; fills postprocess_ms and
   /// write_ms. Throws IoError naming the file that could not be written.
@@ -19,8 +21,7 @@ class FrameWriter {
 
  private:
   const InferenceOptions& job_;
-  post::PostOptions post_;
-  io::ExrCompression compression_;
+  EngineOptions engine_;
 };
 
 }  // namespace corridorkey::pipeline

@@ -1,7 +1,7 @@
 // The overlapped clip pipeline: reader threads -> one inference thread -> writer threads,
 // with bounded queues between them. This file orchestrates; planning, reading and writing
 // live in clip_plan.cpp, frame_reader.cpp and frame_writer.cpp.
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/pipeline.h>
 
@@ -14,6 +14,7 @@
 #include "pipeline/dma_ring.h"
 #include "pipeline/frame_items.h"
 #include "pipeline/frame_reader.h"
+#include "pipeline/frame_stages.h"
 #include "pipeline/frame_writer.h"
 #include "pipeline/run.h"
 #include "pipeline/run_record.h"
@@ -65,21 +66,13 @@ double trials_this_run(const TunePlan& p) {
 using timing::Clock;
 using timing::ms_since;
 
-post::PostOptions post_options(const EngineOptions& o) {
-  post::PostOptions po;
-  po.despeckle = o.despeckle;
-  po.despeckle_size = static_cast<int>(o.despeckle_size);
-  po.despill_strength = static_cast<float>(o.despill_strength);
-  return po;
-}
-
 class Pipeline {
  public:
   Pipeline(BaseEngine& engine, BlueEngineSource blue, const InferenceOptions& job,
            const std::function<void(const PipelineEvent&)>& on_event)
       : impl_(EngineAccess::impl(engine)), blue_source_(std::move(blue)), job_(job),
         on_event_(on_event),
-        writer_(job_, post_options(impl_.opt)),
+        writer_(job_, impl_.opt),
         dma_(impl_.device, static_cast<int>(impl_.opt.dma_buffers)) {
     validate_inference_options(job, "inference options");
   }
@@ -276,8 +269,7 @@ class Pipeline {
       const Screen backing = p.screen.screen == Screen::Blue ? Screen::Blue : Screen::Green;
       EngineAccess::Impl* use = &impl_;
       p.engine = 0;
-      if (backing == Screen::Blue && impl_.opt.model_screen != Screen::Blue && blue_source_ &&
-          !p.frames.empty()) {
+      if (keys_with_blue_model(backing, impl_.opt.model_screen) && blue_source_ && !p.frames.empty()) {
         if (!blue_impl_)
           if (BaseEngine* b = blue_source_()) blue_impl_ = &EngineAccess::impl(*b);
         if (blue_impl_) {
@@ -389,21 +381,20 @@ class Pipeline {
       }
       if (stopping() && !keep_despite_stop(it)) continue;  // drain without keying
       WriteItem w;
+      std::vector<std::string> run_warnings;  // on_oom's steps: told even when the frame fails
+      auto tell = [&] {
+        for (const auto& m : run_warnings)
+          emit(PipelineEvent::Kind::Warning, plan_.clips[it.clip].clip.name, it.stem, it.file, m);
+      };
       try {
         const auto t = Clock::now();
         auto& model = plan_.clips[it.clip].engine == 1 ? *blue_impl_ : impl_;
-        auto x = model.device.is_cuda() ? it.x.pin_memory().to(model.device, /*non_blocking=*/true)
-                                        : it.x.to(model.device);
-        auto run = model.infer(x);
-        for (const auto& w : run.warnings)
-          emit(PipelineEvent::Kind::Warning, plan_.clips[it.clip].clip.name, it.stem, it.file, w);
-        detail::check_finite_outputs(run, it.file);
+        auto run = infer_frame(model, it.x, it.file, it.timings, run_warnings);
+        tell();
         w.outputs = dma_.start(run.alpha, run.fg);
-        it.timings.infer_ms = ms_since(t);
-        it.timings.encoder_ms = run.timings.encoder_ms;
-        it.timings.decoders_ms = run.timings.decoders_ms;
-        it.timings.refiner_ms = run.timings.refiner_ms;
+        it.timings.infer_ms = ms_since(t);  // with the transfers the DMA ring starts
       } catch (const std::exception& e) {
+        tell();
         // Weights that changed under the run would fail every later frame the same way
         // (--on-error skip included): the job stops, as for a fault in the mapping.
         if (!model::changed_mapped_file().empty()) {

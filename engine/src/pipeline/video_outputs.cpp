@@ -1,6 +1,6 @@
 #include "pipeline/video_outputs.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "config/option_table.h"
 #include "io/image_io.h"

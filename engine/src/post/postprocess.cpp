@@ -230,18 +230,4 @@ Image checker_comp(const Image& fg, const Image& alpha) {
   return out;
 }
 
-PostResult finish(const Image& alpha, const Image& fg, const PostOptions& o) {
-  return finish(alpha, fg, o, true, true);
-}
-
-PostResult finish(const Image& alpha, const Image& fg, const PostOptions& o, bool processed,
-                  bool comp) {
-  PostResult r;
-  if (!processed && !comp) return r;  // a matte-only frame pays for no despeckle
-  const Image clean = o.despeckle ? despeckle(alpha, o.despeckle_size) : alpha;
-  despill_premultiply_comp(fg, clean, o.despill_strength, o.blue_backing ? 2 : 1,
-                           processed ? &r.processed : nullptr, comp ? &r.comp : nullptr);
-  return r;
-}
-
 }  // namespace corridorkey::post

@@ -51,21 +51,5 @@ Image checker_comp(const Image& fg_srgb, const Image& alpha);
 void despill_premultiply_comp(const Image& fg_srgb, const Image& alpha, float despill_strength,
                               int backing_channel, Image* processed, Image* comp, int threads = 1);
 
-struct PostOptions {
-  bool despeckle = true;
-  int despeckle_size = 400;
-  float despill_strength = 0.5f;
-  /// Despill the blue channel (a blue backing) instead of the green one.
-  bool blue_backing = false;
-};
-
-struct PostResult {
-  Image processed, comp;
-};
-/// alpha [H,W,1] and fg [H,W,3] already at plate resolution (raw model outputs).
-PostResult finish(const Image& alpha, const Image& fg, const PostOptions& options);
-/// Only the outputs asked for; nothing at all (no despeckle, no despill) when neither is.
-PostResult finish(const Image& alpha, const Image& fg, const PostOptions& options,
-                  bool processed, bool comp);
 
 }  // namespace corridorkey::post

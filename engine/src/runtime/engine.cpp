@@ -1,6 +1,5 @@
+#include <corridorkey/check.h>
 #include <corridorkey/engine.h>
-#include <corridorkey/errors.h>
-#include <corridorkey/hint.h>
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
 
@@ -8,11 +7,9 @@
 #include "runtime/engine_impl.h"
 #include "runtime/model_factory.h"
 #include "runtime/model_impl.h"
-#include "runtime/frame_tensors.h"
 #include "runtime/global_switches.h"
 #include "runtime/memory.h"
 #include "runtime/model_runner.h"
-#include "post/postprocess.h"
 #include "runtime/torch_boundary.h"
 #include "timing.h"
 
@@ -90,110 +87,7 @@ const EngineOptions& BaseEngine::options() const { return impl_->opt; }
 const EngineInfo& BaseEngine::info() const { return impl_->info; }
 const std::shared_ptr<const Model>& BaseEngine::model() const { return impl_->model; }
 
-FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint) {
-  return process_frame(plate, hint, impl_->opt.model_screen);
-}
-
-FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint,
-                                      Screen screen) {
-  return process_frame(plate, hint, screen, FrameRequest{});
-}
-
-namespace {
-/// A host's output view must be plate-sized with the output's channels: checked before the
-/// model runs, so a wrong buffer costs no inference.
-void check_into(const MutableImageView& v, bool asked, int channels, const ImageView& plate,
-                const char* what) {
-  if (v.empty()) return;
-  CK_CHECK(asked, ConfigError, "process_frame: a buffer for ", what, " that the request does not ask for");
-  CK_CHECK(v.width == plate.width && v.height == plate.height && v.channels == channels, ConfigError,
-           "process_frame: the ", what, " buffer is ", v.width, "x", v.height, "x", v.channels,
-           "; the plate needs ", plate.width, "x", plate.height, "x", channels);
-  CK_CHECK(v.stride() >= static_cast<std::size_t>(v.width) * v.channels * v.bytes_per_sample(),
-           ConfigError, "process_frame: the ", what, " buffer's row stride ", v.stride(),
-           " bytes is smaller than a row");
-}
-
-/// An output into the host's view (then the result's image is dropped), or kept.
-void deliver(Image& image, const MutableImageView& into) {
-  if (into.empty()) return;
-  copy_to_view(image, into);
-  image = Image{};
-}
-}  // namespace
-
-FrameResult BaseEngine::process_frame(const ImageView& plate_in, const ImageView& hint,
-                                      Screen screen, const FrameRequest& req) {
-  check_into(req.matte_into, req.matte, 1, plate_in, "matte");
-  check_into(req.fg_into, req.fg, 3, plate_in, "fg");
-  check_into(req.processed_into, req.processed, 4, plate_in, "processed");
-  check_into(req.comp_into, req.comp, 3, plate_in, "comp");
-  const bool need_fg = req.fg || req.processed || req.comp;
-  CK_CHECK(screen != Screen::Auto, ConfigError,
-           "process_frame: screen auto is decided per clip; pass green or blue (estimate_screen)");
-  auto& I = *impl_;
-  // A plate on the other backing than the model's: green and blue swapped around the model.
-  const bool swap = screen != I.opt.model_screen;
-  CK_CHECK(plate_in.channels >= 3, IoError, "plate: expected at least 3 channels, got ",
-           plate_in.channels);
-  Image swapped;
-  if (swap)
-    detail::rethrow_torch("pre-processing", [&] {
-      auto t = detail::view_to_tensor(plate_in, 3, "plate").index_select(2, torch::tensor({0, 2, 1}))
-                   .contiguous();
-      swapped.width = plate_in.width, swapped.height = plate_in.height, swapped.channels = 3;
-      swapped.pixels.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
-    });
-  const ImageView plate = swap ? swapped.view() : plate_in;
-  FrameResult res;
-  const auto t_all = Clock::now();
-  detail::PeakMemoryScope mem(I.device);
-  auto t0 = Clock::now();
-  const auto x = detail::rethrow_torch("pre-processing", [&] {
-    auto p = detail::view_to_tensor(plate, 3, "plate");
-    auto h = detail::hint_to_tensor(hint);
-    return detail::preprocess(p, h, I.S, I.opt.input_is_linear, I.device);
-  });
-  res.timings.preprocess_ms = ms_since(t0);
-  auto run = I.infer(x);
-  for (const auto& w : run.warnings) detail::log(LogLevel::Warning, w);
-  detail::check_finite_outputs(run, "process_frame");
-  const uint64_t run_peaks[3] = {run.encoder_peak, run.decoders_peak, run.refiner_peak};
-  res.timings.encoder_ms = run.timings.encoder_ms;
-  res.timings.decoders_ms = run.timings.decoders_ms;
-  res.timings.refiner_ms = run.timings.refiner_ms;
-  res.timings.infer_ms = run.timings.infer_ms;
-  t0 = Clock::now();
-  detail::rethrow_torch("post-processing", [&] {
-    auto a = detail::tensor_to_image(run.alpha);
-    auto f = detail::tensor_to_image(run.fg);
-    run = {};
-    res.alpha = post::resize_lanczos(a, plate.width, plate.height);
-    if (need_fg) res.fg = post::resize_lanczos(f, plate.width, plate.height);
-  });
-  if (swap && need_fg) swap_green_blue(res.fg);  // back to the plate's channel order
-  post::PostOptions po;
-  po.despeckle = I.opt.despeckle;
-  po.despeckle_size = static_cast<int>(I.opt.despeckle_size);
-  po.despill_strength = static_cast<float>(I.opt.despill_strength);
-  po.blue_backing = screen == Screen::Blue;  // despill acts on the backing's channel
-  auto pr = post::finish(res.alpha, res.fg, po, req.processed, req.comp);
-  res.processed = std::move(pr.processed);
-  res.comp = std::move(pr.comp);
-  if (!req.matte) res.alpha = Image{};
-  if (!req.fg) res.fg = Image{};
-  deliver(res.alpha, req.matte_into);
-  deliver(res.fg, req.fg_into);
-  deliver(res.processed, req.processed_into);
-  deliver(res.comp, req.comp_into);
-  res.timings.postprocess_ms = ms_since(t0);
-  res.timings.total_ms = ms_since(t_all);
-  res.memory = mem.finish();
-  res.memory.encoder_peak = run_peaks[0];
-  res.memory.decoders_peak = run_peaks[1];
-  res.memory.refiner_peak = run_peaks[2];
-  return res;
-}
+// process_frame: the frame stages (pipeline/key_frame.cpp).
 
 BaseEngine::ModelOutput BaseEngine::run_model(const std::vector<float>& input) {
   auto& I = *impl_;

@@ -3,7 +3,7 @@
 // pure rule that picks one (plan_execution).
 #include "runtime/model_runner.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "model/conv.h"
 #include "model/functional.h"

@@ -1,6 +1,6 @@
 #include "runtime/frame_tensors.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include <torch/nn/functional/upsampling.h>
 

@@ -1,5 +1,5 @@
+#include <corridorkey/check.h>
 #include <corridorkey/engine.h>
-#include <corridorkey/errors.h>
 #include <corridorkey/model.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>

@@ -1,6 +1,6 @@
 #include "runtime/model_factory.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "model/random_weights.h"
 #include "config/log.h"
@@ -109,7 +109,7 @@ LoadedNet load_net(const ModelOptions& mo, const EngineSettings& es, const torch
     ro.high = mo.edge_threshold_high;
     ro.min_edge_tokens = mo.min_edge_tokens;
     router = model::TokenRouter(net->config().encoder, b.backbone_size, ro);  // routes where the encoder runs
-    if (router->load(ck.tensors, ck.path) == 0)
+    if (router->load_weights(ck.tensors, ck.path) == 0)
       note("token_routing: no ltrm_stage* weights in the checkpoint, so the LTRMs are the "
            "identity: easy tokens skip the routed blocks (faster, less accurate until fine-tuned)");
   }

@@ -4,7 +4,7 @@
 // AOTInductor execution.
 #include "runtime/model_runner.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "config/log.h"
 #include "runtime/memory.h"

@@ -41,10 +41,6 @@ struct ExecPlan {
 ExecPlan plan_execution(const EngineOptions& options, bool cuda, bool token_routing,
                         bool decoupled = false);
 
-/// Test hook: the next `n` forward attempts fail as if the device ran out of memory (an
-/// injected c10::OutOfMemoryError before any work), so the on_oom policy is tested on CPU.
-void inject_out_of_memory(int n);
-
 /// A frame whose alpha or fg holds NaN or Inf is a failed frame (ModelError naming `what`),
 /// not a silently written NaN matte.
 void check_finite_outputs(const ModelRun& run, const std::string& what);

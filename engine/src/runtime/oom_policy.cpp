@@ -1,19 +1,15 @@
 // The OOM fallback policy (on_oom): retry a frame after each degrade step (tiled refiner
 // and cache clearing, then a half precision), or fail with a ModelError that says what to
-// lower; the test hook that injects an out-of-memory error.
+// lower. Tests inject out-of-memory errors through runtime/test_hooks.h.
 #include "runtime/model_runner.h"
 
 #include <corridorkey/errors.h>
 
 #include "runtime/memory.h"
 #include "runtime/runner_internals.h"
-
-#include <atomic>
+#include "runtime/test_hooks.h"
 
 namespace corridorkey::detail {
-namespace {
-std::atomic<int> g_injected_oom{0};
-}  // namespace
 
 bool is_out_of_memory(const c10::Error& e) {
   if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
@@ -24,16 +20,12 @@ bool is_out_of_memory(const c10::Error& e) {
          m.find("not enough memory") != std::string::npos;
 }
 
-void inject_out_of_memory(int n) { g_injected_oom = n; }
-
 ModelRun ModelRunner::run(const torch::Tensor& x) {
   std::vector<std::string> warnings;
   for (;;) {
     try {
-      if (g_injected_oom > 0) {
-        --g_injected_oom;
+      if (hooks::take_out_of_memory())
         TORCH_CHECK_WITH(OutOfMemoryError, false, "injected: out of memory (test hook)");
-      }
       auto r = run_once(x);
       r.warnings = std::move(warnings);
       return r;

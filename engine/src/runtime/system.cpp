@@ -1,4 +1,4 @@
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/system.h>
 
 #include <ATen/Context.h>

@@ -1,6 +1,6 @@
 #include "runtime/tune_cache.h"
 
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 
 #include "model/json_reader.h"
 

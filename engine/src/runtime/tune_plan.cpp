@@ -19,6 +19,7 @@
 #include "runtime/model_runner.h"
 #include "runtime/plan_deciders.h"
 #include "runtime/plan_trials.h"
+#include "runtime/test_hooks.h"
 #include "runtime/tune_cache.h"
 #include "timing.h"
 
@@ -43,27 +44,6 @@
 namespace corridorkey::detail {
 namespace {
 
-std::mutex g_delay_m;
-std::map<std::string, double> g_delay;
-
-/// The delay injected for a trial: a tag such as "bfloat16 native" takes the delays of
-/// "bfloat16", "native" and of the whole tag, so a test can slow one precision, one kernel,
-/// or one kernel in one precision.
-double injected(const std::string& candidate) {
-  std::lock_guard<std::mutex> l(g_delay_m);
-  double ms = 0;
-  auto add = [&](const std::string& k) {
-    const auto it = g_delay.find(k);
-    if (it != g_delay.end()) ms += it->second;
-  };
-  add(candidate);
-  if (candidate.find(' ') != std::string::npos) {
-    std::istringstream words(candidate);
-    for (std::string w; words >> w;) add(w);
-  }
-  return ms;
-}
-
 /// A run this long is timed once, with no run before it to warm up: first-call costs (a
 /// primitive's JIT, the first touch of its buffers) are then a small share of it, and at
 /// 2048 a warm-up doubled the cost of every trial (a Zen 4 spent 79 s before its first
@@ -74,7 +54,7 @@ constexpr double kSteadyRunMs = 250;
 /// machine is shared, and a slower run only adds noise).
 double time_ms(const std::string& candidate, const std::function<void()>& f) {
   static const bool verbose = std::getenv("CORRIDORKEY_TUNE_VERBOSE") != nullptr;
-  const double delay = injected(candidate);
+  const double delay = hooks::trial_delay_ms(candidate);  // tests only (runtime/test_hooks.h)
   auto once = [&] {
     const auto t0 = timing::Clock::now();
     f();
@@ -349,12 +329,6 @@ struct Trials final : TrialRuns {
 void note_line(std::string& notes, const std::string& line) { detail::note(notes, line); }
 
 }  // namespace
-
-void inject_trial_delay(const std::string& candidate, double ms) {
-  std::lock_guard<std::mutex> l(g_delay_m);
-  if (candidate.empty()) g_delay.clear();
-  else g_delay[candidate] = ms;
-}
 
 std::string plan_key(const ModelOptions& m, const EngineSettings& e, const model::GreenFormerConfig& cfg,
                      const torch::Device& device) {

@@ -47,10 +47,4 @@ std::string plan_key(const ModelOptions& model, const EngineSettings& engine, co
 /// reuses its plan.
 bool same_engine_plan(const EngineSettings& a, const EngineSettings& b);
 
-/// Test hook: every timed trial of `candidate` ("float32", "bfloat16", "native", "sdpa",
-/// "tiled", "whole", or a precision and a kernel: "bfloat16 sdpa") sleeps `ms` longer, so a
-/// forced-slow choice can be shown not picked. A trial tagged "bfloat16 sdpa" takes the
-/// delays of both words and of the pair. Empty candidate clears all delays.
-void inject_trial_delay(const std::string& candidate, double ms);
-
 }  // namespace corridorkey::detail

@@ -4,6 +4,9 @@
 //
 // Thread-safety: benchmarks make their own engines and time them; run one at a time (two
 // at once measure each other), from any thread.
+//
+// The dev tools' interface for the CLI (ck_devtools, linked by corridorkey-engine only): not
+// installed and not in libcorridorkey_engine.so, which is the public API alone.
 #pragma once
 
 #include <corridorkey/export.h>
@@ -121,6 +124,28 @@ struct BenchRow {
 /// "NAME:field=value[,field=value]", after the global overrides; plus the bench's model,
 /// size and device.
 CORRIDORKEY_API EngineOptions bench_engine_options(const BenchOptions& options, const std::string& profile_spec);
+
+/// bench --load: how each checkpoint format loads (corridorkey-engine convert writes them).
+struct LoadBenchOptions {
+  std::vector<std::string> checkpoints;  // files or folders, timed interleaved
+  std::string profile = "original";      // the engine built for the whole-load rows
+  int repeats = 5;
+  bool mmap = true;                      // safetensors access
+};
+
+struct LoadBenchRow {
+  std::string checkpoint, format;
+  uint64_t file_bytes = 0;
+  /// Medians over the repeats: file -> tensors by key (no model, no self-tests), and the
+  /// whole engine construction (read, build, weights in, start-up self-tests).
+  double parse_ms = 0, engine_ms = 0;
+  /// Largest peak-RSS growth over the process's resident set before the engine load.
+  uint64_t engine_rss_growth = 0;
+};
+
+/// Loads each checkpoint `repeats` times in turn (A B A B ...) in this process, resetting
+/// the kernel's peak-RSS mark (/proc/self/clear_refs) before each engine load.
+CORRIDORKEY_API std::vector<LoadBenchRow> run_load_bench(const LoadBenchOptions& options);
 
 /// Runs every profile; on_row (optional) is called as each row completes.
 CORRIDORKEY_API std::vector<BenchRow> run_bench(const BenchOptions& options,

@@ -1,4 +1,4 @@
-#include <corridorkey/errors.h>
+#include <corridorkey/check.h>
 #include <corridorkey/system.h>
 #include <corridorkey/verify.h>
 
