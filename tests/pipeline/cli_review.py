@@ -58,6 +58,9 @@ os.symlink(os.path.join(outside, "plate.png"), os.path.join(sh030, "Input", "s00
 os.makedirs(os.path.join(shots, "_notes"))
 os.symlink(secret, os.path.join(shots, "_notes", "leak.txt"))
 os.symlink(os.path.join(sh010, "Input", "f01.png"), os.path.join(shots, "_notes", "alias.png"))
+big = os.path.join(shots, "_notes", "big.bin")  # /raw/ streams it
+with open(big, "wb") as f:
+    f.write(os.urandom(5 << 20))
 
 # ---- 1. run.json ------------------------------------------------------------------------
 subprocess.run([cli, "inference", sh010, *ENGINE, "--quiet"], check=True)
@@ -136,6 +139,25 @@ check(s == 200 and body == open(os.path.join(sh010, "Input", "f01.png"), "rb").r
 clips = {c["name"]: c for c in rv.get_json("/api/clips")["clips"]}
 check(rv.request("GET", f"/api/view?clip={clips['sh030']['id']}&frame=0&view=plate")[0] == 403,
       "a frame that is a symlink out of the roots was served")
+# Keying reads what the previews may: sh030's plate leads out, so no job starts and no
+# Output/ is made for it.
+s, _, body = rv.request("POST", "/api/key", json.dumps({"clip": clips["sh030"]["id"]}), good)
+check(s == 403 and not os.path.exists(os.path.join(sh030, "Output")), f"a key job on a plate out of the roots: {s} {body!r}")
+# A request names a built-in profile, never a file (a profile loads a checkpoint and compiled code).
+evil = os.path.join(outside, "evil.yaml")
+with open(evil, "w") as f:
+    f.write("precision: float32\n")
+for path in ("/api/key", "/api/settings", "/api/write"):
+    s, _, body = rv.request("POST", path, json.dumps({"clip": clips["sh010"]["id"], "profile": evil}), good)
+    check(s == 400 and b"built-in profile" in body, f"POST {path} with a profile file: {s} {body!r}")
+check(not os.path.exists(os.path.join(sh010, "Output", "review-settings.yaml")), "settings saved with a profile file")
+# Numbers past int's range, fractional or not finite: 400, never a silently moved pixel or frame.
+sid = clips["sh010"]["id"]
+for q in ("frame=4294967296", "frame=0&x=1e300&y=1", "frame=0&x=nan&y=1", "frame=0&x=1.5&y=1", "frame=0&x=inf&y=1"):
+    check(rv.request("GET", f"/api/probe?clip={sid}&{q}")[0] == 400, f"probe {q} was not refused")
+# /raw/ streams a large file whole (not held in memory): same bytes.
+s, h, body = rv.request("GET", "/raw/0/_notes/big.bin")
+check(s == 200 and body == open(big, "rb").read(), f"/raw/ of a 5 MiB file: {s}, {len(body)} bytes")
 check(clips["sh010"]["status"] == "partial" or clips["sh010"]["status"] == "keyed", f"status {clips['sh010']}")
 check(clips["sh040"]["status"] == "none" and clips["sh020"]["hints"] == "generated", f"clips {clips}")
 

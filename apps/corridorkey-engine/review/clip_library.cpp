@@ -4,8 +4,15 @@
 #include <corridorkey/errors.h>
 #include <corridorkey/hint.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -61,8 +68,10 @@ Output parse_output(const std::string& n) {
 
 int frame_index(const ClipEntry& c, const std::string& text) {
   int v = -1;
-  const auto r = std::sscanf(text.c_str(), "%d", &v);
-  if (r != 1 || text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+  // from_chars: an index past int's range is an error here, where sscanf's was undefined.
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || r.ec != std::errc() ||
+      r.ptr != text.data() + text.size())
     throw HttpError(400, "frame '" + text + "' is not a frame index");
   if (v < 0 || v >= c.clip.input.count)
     throw HttpError(404, "clip " + c.clip.name + " has no frame " + text + " (it has " +
@@ -143,6 +152,30 @@ std::string ClipLibrary::checked(const std::string& path) const {
                              " lies outside the roots and output folders this review serves");
   if (!fs::is_regular_file(real, ec)) throw HttpError(404, path + ": not a regular file");
   return r;
+}
+
+int ClipLibrary::open_checked(const std::string& path) const {
+  const std::string real = checked(path);
+  const int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw HttpError(404, path + ": cannot open: " + std::strerror(errno));
+  std::error_code ec;
+  const auto opened = fs::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
+  struct stat st {};
+  bool ok = !ec && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  bool inside = false;
+  for (const auto& a : allowed_) inside = inside || under(opened, a);
+  if (!ok || !inside) {
+    ::close(fd);
+    throw HttpError(403, path + ": refused: it changed between its check and its opening");
+  }
+  return fd;
+}
+
+void ClipLibrary::check_inputs(const ClipEntry& c) const {
+  for (const ClipFrames* f : {&c.clip.input, &c.clip.hint}) {
+    if (!f->video.empty()) (void)checked(f->video);
+    for (const auto& file : f->files) (void)checked(file);
+  }
 }
 
 std::string ClipLibrary::raw_file(const std::string& root_index, const std::string& rel) const {

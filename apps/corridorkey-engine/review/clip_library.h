@@ -59,6 +59,14 @@ class ClipLibrary {
   /// A folder to write into (made when missing), by its real path: HttpError 403 when that
   /// lies outside the roots and output folders.
   std::string writable_folder(const std::string& dir) const;
+  /// checked(), then opened, and the opened file's own path (/proc/self/fd) checked again:
+  /// a link swapped in between the check and the open is refused too (403). The caller
+  /// closes the descriptor.
+  int open_checked(const std::string& path) const;
+  /// Every file a key or write job of the clip would read (its plates or video, its hints)
+  /// must lie under the roots (checked()): a plate that is a link out of them is refused
+  /// (403) before the job starts, as its preview is.
+  void check_inputs(const ClipEntry& c) const;
   /// The /raw/ link of an existing file under a root ("" when it lies under none).
   std::string raw_link(const std::string& path) const;
 

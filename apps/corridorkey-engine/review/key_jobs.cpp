@@ -51,6 +51,17 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+/// Text for a `#` comment line: a control character (a newline in a folder name) would end
+/// the comment and start YAML of the name's choosing.
+std::string comment_text(std::string s) {
+  for (char& ch : s)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  return s;
+}
+
+/// How many finished jobs the list keeps (a session's running and queued ones all stay).
+constexpr size_t kMaxFinishedJobs = 50;
+
 /// A YAML double-quoted scalar: a JSON string is one.
 std::string yaml_string(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -219,10 +230,10 @@ json Keying::save_settings(const ClipEntry& c, const PostTweak& t, const std::st
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
   std::string y;
   y += "# Saved by `corridorkey-engine review` (" + std::string(version_string()) + ") on " + when + ":\n";
-  y += "# the post-processing chosen for clip " + c.clip.name + ". Nothing applies it on its own.\n";
-  y += "# A job file; to key the clip with it:\n#   " + job_run + "\n";
+  y += "# the post-processing chosen for clip " + comment_text(c.clip.name) + ". Nothing applies it on its own.\n";
+  y += "# A job file; to key the clip with it:\n#   " + comment_text(job_run) + "\n";
   y += "# (job run keys frames whose outputs are missing: remove Processed/ and Comp/ to redo\n";
-  y += "# keyed frames), or with the same settings as flags:\n#   " + inference + "\n";
+  y += "# keyed frames), or with the same settings as flags:\n#   " + comment_text(inference) + "\n";
   y += "version: 1\nname: " + name + "\nclips:\n  - path: " + yaml_string(c.clip.root) + "\n";
   y += "profile: " + yaml_string(profile) + "\n";
   if (!o.checkpoint.empty()) y += "checkpoint: " + yaml_string(o.checkpoint) + "\n";
@@ -258,8 +269,25 @@ std::string Keying::start(const ClipEntry& c, const std::string& profile, const 
   j->profile = profile;
   j->screen = screen;
   j->clip = c;
+  // The confinement the previews have: every file the job reads lies under the roots, and
+  // its outputs go to a folder under the roots or output folders (made here when missing).
+  lib_.check_inputs(c);
+  (void)lib_.writable_folder(c.clip.output);
   std::lock_guard<std::mutex> l(m_);
   if (stopping_) throw HttpError(503, "the review is stopping");
+  // Finished jobs beyond the last kMaxFinishedJobs are forgotten: the list is sent whole
+  // to every progress stream on each change.
+  size_t finished = 0;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it)
+    if ((*it)->state != "queued" && (*it)->state != "running") ++finished;
+  for (auto it = jobs_.begin(); it != jobs_.end() && finished > kMaxFinishedJobs;) {
+    if ((*it)->state != "queued" && (*it)->state != "running") {
+      it = jobs_.erase(it);
+      --finished;
+    } else {
+      ++it;
+    }
+  }
   j->id = "k" + std::to_string(next_id_++);
   jobs_.push_back(j);
   changed();

@@ -18,7 +18,12 @@
 
 #include <httplib.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -96,8 +101,27 @@ double number(const httplib::Request& req, const char* name, double dflt) {
   const auto t = req.get_param_value(name);
   char* end = nullptr;
   const double v = std::strtod(t.c_str(), &end);
-  if (t.empty() || *end) throw HttpError(400, std::string("parameter '") + name + "' is not a number");
+  if (t.empty() || *end || !std::isfinite(v))
+    throw HttpError(400, std::string("parameter '") + name + "' is not a number");
   return v;
+}
+
+/// A file descriptor closed with its last owner (a streamed answer outlives its handler).
+struct Descriptor {
+  int fd;
+  explicit Descriptor(int f) : fd(f) {}
+  ~Descriptor() { ::close(fd); }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+};
+
+/// A pixel coordinate (-1 when absent): an integer a frame can have, else HttpError 400
+/// (a cast of a huge or fractional value to int would be undefined or silently moved).
+int coordinate(const httplib::Request& req, const char* name) {
+  const double v = number(req, name, -1);
+  if (v != std::floor(v) || v < -1 || v > 1 << 20)
+    throw HttpError(400, std::string("parameter '") + name + "' is not a pixel coordinate");
+  return static_cast<int>(v);
 }
 
 class Review {
@@ -245,7 +269,7 @@ class Review {
     svr.Get("/api/probe", [this](const httplib::Request& req, httplib::Response& res) {
       const auto c = lib_.find(param(req, "clip"));
       const int f = frame_index(*c, param(req, "frame"));
-      send_json(res, views_.probe(*c, f, static_cast<int>(number(req, "x", -1)), static_cast<int>(number(req, "y", -1))));
+      send_json(res, views_.probe(*c, f, coordinate(req, "x"), coordinate(req, "y")));
     });
     svr.Get("/api/mse", [this](const httplib::Request& req, httplib::Response& res) {
       send_json(res, {{"mse", views_.matte_mse(*lib_.find(param(req, "clip")))}});
@@ -258,12 +282,20 @@ class Review {
     // A file of a root, as it is on disk, for another program: never shown inline (a page
     // under a root must not run in this origin).
     svr.Get("/raw/([^/]+)/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
-      const auto path = lib_.raw_file(req.matches[1], req.matches[2]);
-      std::ifstream f(path, std::ios::binary);
-      if (!f) throw HttpError(404, "cannot read " + std::string(req.matches[2]));
-      std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      // Streamed from a descriptor opened once and checked after opening (a link swapped in
+      // after the check is refused), never held whole: a clip's video may be many GB.
+      const auto file = std::make_shared<Descriptor>(lib_.open_checked(lib_.raw_file(req.matches[1], req.matches[2])));
+      struct stat st {};
+      if (::fstat(file->fd, &st) != 0) throw HttpError(404, "cannot read " + std::string(req.matches[2]));
       res.set_header("Content-Disposition", "attachment");
-      res.set_content(bytes, "application/octet-stream");
+      res.set_content_provider(static_cast<size_t>(st.st_size), "application/octet-stream",
+                               [file](size_t offset, size_t length, httplib::DataSink& sink) {
+                                 char buf[1 << 16];
+                                 const ssize_t n = ::pread(file->fd, buf, std::min(length, sizeof buf),
+                                                           static_cast<off_t>(offset));
+                                 if (n <= 0) return false;  // the file shrank: the answer ends short
+                                 return sink.write(buf, static_cast<size_t>(n));
+                               });
     });
   }
 
@@ -281,6 +313,15 @@ class Review {
     return j[key].get<std::string>();
   }
   std::shared_ptr<const ClipEntry> clip_of(const json& j) { return lib_.find(text(j, "clip")); }
+  /// A request's profile: a built-in one or the one the review started with. Never a path:
+  /// a profile names a checkpoint and an AOTInductor package (compiled code) to load, so a
+  /// request must not choose a file.
+  std::string profile_of(const json& j) const {
+    const std::string p = text(j, "profile", cfg_.engine.profile);
+    const auto names = builtin_profiles();
+    if (p == cfg_.engine.profile || std::find(names.begin(), names.end(), p) != names.end()) return p;
+    throw HttpError(400, "profile '" + p + "': expected a built-in profile or '" + cfg_.engine.profile + "'");
+  }
 
   void edit_routes(httplib::Server& svr) {
     svr.Get("/api/profiles", [this](const httplib::Request&, httplib::Response& res) {
@@ -317,18 +358,18 @@ class Review {
     svr.Post("/api/settings", [this](const httplib::Request& req, httplib::Response& res) {
       const json b = body_of(req);
       const auto c = clip_of(b);
-      send_json(res, keying_.save_settings(*c, parse_tweak(b, cfg_.engine), text(b, "profile", cfg_.engine.profile)));
+      send_json(res, keying_.save_settings(*c, parse_tweak(b, cfg_.engine), profile_of(b)));
     });
     svr.Post("/api/key", [this](const httplib::Request& req, httplib::Response& res) {
       const json b = body_of(req);
       const auto c = clip_of(b);
-      send_json(res, {{"job", keying_.start(*c, text(b, "profile", cfg_.engine.profile), text(b, "screen", "auto"), nullptr)}});
+      send_json(res, {{"job", keying_.start(*c, profile_of(b), text(b, "screen", "auto"), nullptr)}});
     });
     svr.Post("/api/write", [this](const httplib::Request& req, httplib::Response& res) {
       const json b = body_of(req);
       const auto c = clip_of(b);
       const PostTweak t = parse_tweak(b, cfg_.engine);
-      send_json(res, {{"job", keying_.start(*c, text(b, "profile", cfg_.engine.profile), "auto", &t)}});
+      send_json(res, {{"job", keying_.start(*c, profile_of(b), "auto", &t)}});
     });
     svr.Post("/api/cancel", [this](const httplib::Request& req, httplib::Response& res) {
       keying_.cancel(text(body_of(req), "job"));
