@@ -101,6 +101,24 @@ TEST_CASE("job schema errors name the key and line", "[unit]") {
   fs::remove_all(dir);
 }
 
+// A job without a `profile` key whose default profile cannot be found (an install whose data
+// folder is gone): a ConfigError naming the file, not yaml-cpp's InvalidNode from the line of
+// a key the file lacks (a fuzz finding: that escaped every ConfigError handler).
+TEST_CASE("a job without a profile key whose default profile is missing names the file", "[unit]") {
+  const auto dir = ck_test::temp_dir("jobnoprofile");
+  const auto empty = dir / "no-data";
+  fs::create_directories(empty);
+  const char* old = std::getenv("CORRIDORKEY_DATA_DIR");
+  const std::string saved = old ? old : "";
+  ::setenv("CORRIDORKEY_DATA_DIR", empty.c_str(), 1);
+  const auto path = write(dir / "j.yaml", "clips: [a]\n").string();
+  CHECK_THROWS_AS(load_job(path), corridorkey::ConfigError);
+  CHECK_THROWS_WITH(load_job(path), Contains(path + ": key 'profile'"));
+  if (old) ::setenv("CORRIDORKEY_DATA_DIR", saved.c_str(), 1);
+  else ::unsetenv("CORRIDORKEY_DATA_DIR");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("job chunks run idempotently and resume", "[pipeline]") {
   const auto root = make_clips(ck_test::temp_dir("jobrun"));
   const auto file = write(root / "job.yaml",

@@ -29,6 +29,9 @@ YAML::Node load_yaml_file(const std::string& path) {
 }
 
 std::string where(const std::string& source, const YAML::Node& n) {
+  // A key the file does not have (root["profile"] of a job without one) has no line; its
+  // Mark() would throw yaml-cpp's own InvalidNode, past every ConfigError handler.
+  if (!n.IsDefined()) return source;
   return source + ":" + std::to_string(n.Mark().line + 1);
 }
 
