@@ -62,10 +62,15 @@ class Engine:
         input_colorspace: str = "srgb",
         outputs: Sequence[OutputName] = ("matte", "fg", "processed", "comp"),
         out: dict[OutputName, npt.NDArray[np.float16] | npt.NDArray[np.float32]] | None = None,
+        output_colorspace: str | None = None,
+        fg_colorspace: str | None = None,
+        comp_view: str | None = None,
     ) -> dict[str, Any]:
         """Keys a frame (HxWxC, HxW grey) or a batch (BxHxWxC). Returns the outputs asked for
         as float32 arrays (or the `out` arrays, written in place) and 'screen', 'swapped',
-        'linear', 'checkpoint', 'warnings', 'timings' (FrameTimings)."""
+        'linear', 'checkpoint', 'warnings', 'timings' (FrameTimings). output_colorspace,
+        fg_colorspace and comp_view (None: unconverted) put processed, fg and comp in those
+        spaces as `inference`'s flags of the same names write them."""
 
 def run_inference(
     clips: str | bytes | PathLike[str] | Iterable[str | bytes | PathLike[str]],

@@ -190,7 +190,8 @@ void bind_frames(nb::class_<PyEngine>& engine) {
       "process_frame",
       [](PyEngine& e, Array plate, std::optional<Array> hint, const std::string& screen,
          const std::string& input_colorspace, const std::vector<std::string>& outputs,
-         std::optional<nb::dict> out) {
+         std::optional<nb::dict> out, std::optional<std::string> output_colorspace,
+         std::optional<std::string> fg_colorspace, std::optional<std::string> comp_view) {
         // A plate is HxW (grey), HxWxC or BxHxWxC; the hint and `out` follow its batch.
         const bool batch = plate.ndim() == 4;
         const Layout pl = layout_of(plate, "plate", {1, 3, 4}, batch);
@@ -218,7 +219,16 @@ void bind_frames(nb::class_<PyEngine>& engine) {
                             "metadata to tell it by (\"srgb\", \"linear\", a camera space: corridorkey-engine "
                             "colorspaces)");
         settings.input_colorspace = input_colorspace;
-        std::vector<OutputSlot> slots;
+        // Given: the output in that space, as `inference --output-colorspace / --fg-colorspace
+        // / --comp-view` writes it (output_image). Not given: as the model and post-processing
+        // give it (processed linear Rec.709, fg and comp sRGB), whatever the input's space.
+        for (auto [arg, field, what] : {std::tuple{&output_colorspace, &settings.output_colorspace, "output_colorspace"},
+                                        std::tuple{&fg_colorspace, &settings.fg_colorspace, "fg_colorspace"},
+                                        std::tuple{&comp_view, &settings.comp_view, "comp_view"}})
+          if (*arg) {
+            if ((*arg)->empty()) throw ConfigError(std::string(what) + ": '' names no colour space (None: unconverted)");
+            *field = **arg;
+          }        std::vector<OutputSlot> slots;
         for (auto [flag, name, c] : {std::tuple{kMatte, "matte", int64_t{1}}, std::tuple{kFg, "fg", int64_t{3}},
                                      std::tuple{kProcessed, "processed", int64_t{4}}, std::tuple{kComp, "comp", int64_t{3}}})
           if (want & flag) slots.push_back({name, c, nb::none(), {}, {}, PixelType::Float32, {}});
@@ -269,17 +279,23 @@ void bind_frames(nb::class_<PyEngine>& engine) {
             post.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
             FinishedFrame done = finish_frame(raw, post, want & kProcessed, want & kComp);
             for (auto& s : slots) {
-              Image& img = s.channels == 1 ? raw.alpha : s.channels == 4 ? done.processed
-                           : std::string(s.name) == "fg" ? raw.fg : done.comp;
+              const bool fg = std::string(s.name) == "fg";
+              Image* img = s.channels == 1 ? &raw.alpha : s.channels == 4 ? &done.processed : fg ? &raw.fg : &done.comp;
+              const FrameOutput kind = s.channels == 1 ? FrameOutput::Matte : s.channels == 4 ? FrameOutput::Processed
+                                       : fg ? FrameOutput::Fg : FrameOutput::Comp;
+              const bool convert = (kind == FrameOutput::Processed && output_colorspace) ||
+                                   (kind == FrameOutput::Fg && fg_colorspace) || (kind == FrameOutput::Comp && comp_view);
+              Image converted;
+              if (convert && &output_image(kind, *img, raw, converted) == &converted) img = &converted;
               if (!s.out.is_none()) {
-                copy_to_view(img, {static_cast<uint8_t*>(s.out_array.data()) + i * s.out_layout.frame_stride,
+                copy_to_view(*img, {static_cast<uint8_t*>(s.out_array.data()) + i * s.out_layout.frame_stride,
                                    static_cast<int>(pl.width), static_cast<int>(pl.height),
                                    static_cast<int>(s.channels), s.out_type, s.out_layout.row_stride});
               } else if (batch) {
-                if (s.pixels.empty()) s.pixels.reserve(img.pixels.size() * static_cast<size_t>(pl.frames));
-                s.pixels.insert(s.pixels.end(), img.pixels.begin(), img.pixels.end());
+                if (s.pixels.empty()) s.pixels.reserve(img->pixels.size() * static_cast<size_t>(pl.frames));
+                s.pixels.insert(s.pixels.end(), img->pixels.begin(), img->pixels.end());
               } else {
-                s.pixels = std::move(img.pixels);
+                s.pixels = std::move(img->pixels);
               }
             }
             warnings.insert(warnings.end(), raw.warnings.begin(), raw.warnings.end());
@@ -311,11 +327,14 @@ void bind_frames(nb::class_<PyEngine>& engine) {
       nb::arg("plate"), nb::arg("hint").none() = nb::none(), nb::kw_only(), nb::arg("screen") = "auto",
       nb::arg("input_colorspace") = "srgb",
       nb::arg("outputs") = std::vector<std::string>{"matte", "fg", "processed", "comp"},
-      nb::arg("out").none() = nb::none(),
+      nb::arg("out").none() = nb::none(), nb::arg("output_colorspace").none() = nb::none(),
+      nb::arg("fg_colorspace").none() = nb::none(), nb::arg("comp_view").none() = nb::none(),
       "Keys a frame (HxWxC, C 3 or 4) or a batch (BxHxWxC) as `inference` keys a clip's frame: "
       "hint None is generated, screen 'auto' is estimated (once per batch), NaNs are cleaned. "
       "Returns a dict of float32 arrays (matte HxW, fg HxWx3 sRGB straight, processed HxWx4 "
-      "linear premultiplied, comp HxWx3 sRGB) and what was found (screen, warnings, timings).");
+      "linear premultiplied, comp HxWx3 sRGB) and what was found (screen, warnings, timings). "
+      "output_colorspace, fg_colorspace and comp_view put processed, fg and comp in those spaces, "
+      "as `inference --output-colorspace / --fg-colorspace / --comp-view` writes them.");
 }
 
 }  // namespace corridorkey::python

@@ -48,3 +48,27 @@ def test_outputs_equal_the_cli_files(cli, engine, tmp_path, hints):
         np.testing.assert_array_equal(read_exr_half(files["processed"]), r["processed"].astype(np.float16))
         np.testing.assert_array_equal(read_rgb(files["comp"]), comp_png_levels(r["comp"]))
         assert r["screen"] == "green"
+
+
+def test_output_colour_spaces_equal_the_cli_files(cli, engine, tmp_path):
+    """output_colorspace / fg_colorspace: processed and fg as `inference --output-colorspace
+    / --fg-colorspace` writes them; the matte and comp are not converted."""
+    out_root = tmp_path / "out"
+    subprocess.run([cli, "inference", str(SAMPLE), "--output-root", str(out_root), "--frames", "1", "--tune", "off",
+                    "--output-colorspace", "acescg", "--fg-colorspace", "linear-rec709", "--quiet"], check=True)
+    clip_out = out_root / SAMPLE.name
+    plate = read_rgb(SAMPLE / "Input" / "frame_0001.png")
+    hint = read_rgb(SAMPLE / "AlphaHint" / "frame_0001.png")
+    r = engine.process_frame(plate, hint, output_colorspace="acescg", fg_colorspace="linear-rec709")
+    plain = engine.process_frame(plate, hint)
+    files = {k: sorted((clip_out / d).glob("*0001*"))[0]
+             for k, d in (("matte", "Matte"), ("fg", "FG"), ("processed", "Processed"), ("comp", "Comp"))}
+    np.testing.assert_array_equal(read_exr_half(files["fg"]), r["fg"].astype(np.float16))
+    np.testing.assert_array_equal(read_exr_half(files["processed"]), r["processed"].astype(np.float16))
+    np.testing.assert_array_equal(read_rgb(files["comp"]), comp_png_levels(r["comp"]))
+    np.testing.assert_array_equal(r["matte"], plain["matte"])
+    # Converted: not the unconverted arrays (sRGB fg, Rec.709 processed).
+    assert np.abs(r["fg"] - plain["fg"]).max() > 0.05
+    assert np.abs(r["processed"] - plain["processed"]).max() > 0.01
+    with pytest.raises(ValueError, match="output_colorspace"):
+        engine.process_frame(plate, hint, output_colorspace="")
