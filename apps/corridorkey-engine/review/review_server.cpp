@@ -61,16 +61,6 @@ Listen parse_listen(const std::string& spec) {
   return l;
 }
 
-std::string random_token() {
-  unsigned char raw[32];
-  std::ifstream rnd("/dev/urandom", std::ios::binary);
-  CK_CHECK(rnd.read(reinterpret_cast<char*>(raw), sizeof raw), IoError, "/dev/urandom: cannot read");
-  static const char* hex = "0123456789abcdef";
-  std::string t;
-  for (unsigned char c : raw) t += hex[c >> 4], t += hex[c & 15];
-  return t;
-}
-
 /// The value of cookie `name` in a Cookie header ("" when absent).
 std::string cookie(const std::string& header, const std::string& name) {
   size_t i = 0;
@@ -128,7 +118,7 @@ class Review {
  public:
   Review(const ReviewConfig& c, const std::atomic<bool>& stop)
       : cfg_(c), stop_(stop), lib_(c), views_(lib_, c.cache_mb << 20), keying_(c, lib_, views_),
-        token_(random_token()) {}
+        token_(serve::random_token()) {}
 
   int run() {
     const Listen l = parse_listen(cfg_.listen);

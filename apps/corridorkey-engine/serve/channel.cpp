@@ -205,13 +205,18 @@ int accept_client(int listen_fd) {
   return fd;
 }
 
-std::string write_token_file(const std::string& path) {
+std::string random_token() {
   unsigned char raw[32];
   std::ifstream rnd("/dev/urandom", std::ios::binary);
   CK_CHECK(rnd.read(reinterpret_cast<char*>(raw), sizeof raw), IoError, "/dev/urandom: cannot read");
   static const char* hex = "0123456789abcdef";
   std::string token;
   for (unsigned char c : raw) token += hex[c >> 4], token += hex[c & 15];
+  return token;
+}
+
+std::string write_token_file(const std::string& path) {
+  const std::string token = random_token();
   // The path is replaced by rename, so only a regular file (or nothing) may be there: a FIFO,
   // a device, a folder or a link given by mistake is refused, not replaced.
   struct stat st {};

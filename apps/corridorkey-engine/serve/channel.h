@@ -50,7 +50,9 @@ int listen_tcp(const std::string& host, int port, int* bound_port);
 /// Writes to it time out after 30 s (a client that stops reading is dropped).
 int accept_client(int listen_fd);
 
-/// 32 random bytes as hex (from /dev/urandom), written to `path` with mode 0600 atomically.
+/// 32 random bytes (/dev/urandom) as 64 hex digits: serve's token file, review's URL token.
+std::string random_token();
+/// A random_token(), written to `path` with mode 0600 atomically.
 std::string write_token_file(const std::string& path);
 /// Compares in time independent of where the strings differ.
 bool same_token(const std::string& a, const std::string& b);
