@@ -228,7 +228,8 @@ void bind_frames(nb::class_<PyEngine>& engine) {
           if (*arg) {
             if ((*arg)->empty()) throw ConfigError(std::string(what) + ": '' names no colour space (None: unconverted)");
             *field = **arg;
-          }        std::vector<OutputSlot> slots;
+          }
+        std::vector<OutputSlot> slots;
         for (auto [flag, name, c] : {std::tuple{kMatte, "matte", int64_t{1}}, std::tuple{kFg, "fg", int64_t{3}},
                                      std::tuple{kProcessed, "processed", int64_t{4}}, std::tuple{kComp, "comp", int64_t{3}}})
           if (want & flag) slots.push_back({name, c, nb::none(), {}, {}, PixelType::Float32, {}});

@@ -145,28 +145,28 @@ std::string ClipLibrary::checked(const std::string& path) const {
   const auto real = fs::canonical(path, ec);
   if (ec) throw HttpError(404, path + ": does not exist");
   const auto r = real.string();
-  bool ok = false;
-  for (const auto& a : allowed_) ok = ok || under(r, a);
-  if (!ok)
+  if (!allowed(r))
     throw HttpError(403, path + ": refused: its real path " + r +
                              " lies outside the roots and output folders this review serves");
   if (!fs::is_regular_file(real, ec)) throw HttpError(404, path + ": not a regular file");
   return r;
 }
 
-int ClipLibrary::open_checked(const std::string& path) const {
-  const std::string real = checked(path);
+bool ClipLibrary::allowed(const std::string& real) const {
+  for (const auto& a : allowed_)
+    if (under(real, a)) return true;
+  return false;
+}
+
+int ClipLibrary::open_checked(const std::string& real) const {
   const int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw HttpError(404, path + ": cannot open: " + std::strerror(errno));
+  if (fd < 0) throw HttpError(404, real + ": cannot open: " + std::strerror(errno));
   std::error_code ec;
   const auto opened = fs::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
   struct stat st {};
-  bool ok = !ec && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  bool inside = false;
-  for (const auto& a : allowed_) inside = inside || under(opened, a);
-  if (!ok || !inside) {
+  if (ec || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !allowed(opened)) {
     ::close(fd);
-    throw HttpError(403, path + ": refused: it changed between its check and its opening");
+    throw HttpError(403, real + ": refused: it changed between its check and its opening");
   }
   return fd;
 }
@@ -194,11 +194,6 @@ std::string ClipLibrary::raw_file(const std::string& root_index, const std::stri
 }
 
 std::string ClipLibrary::writable_folder(const std::string& dir) const {
-  auto allowed = [&](const std::string& real) {
-    for (const auto& a : allowed_)
-      if (under(real, a)) return true;
-    return false;
-  };
   std::error_code ec;
   // The folder that holds it is checked before anything is made: a clip folder that is a
   // link out of the roots gets no Output/ made through it.

@@ -59,10 +59,10 @@ class ClipLibrary {
   /// A folder to write into (made when missing), by its real path: HttpError 403 when that
   /// lies outside the roots and output folders.
   std::string writable_folder(const std::string& dir) const;
-  /// checked(), then opened, and the opened file's own path (/proc/self/fd) checked again:
-  /// a link swapped in between the check and the open is refused too (403). The caller
-  /// closes the descriptor.
-  int open_checked(const std::string& path) const;
+  /// Opens a path that checked() (or raw_file()) returned, then checks the opened file's
+  /// own path (/proc/self/fd) again: a link swapped in between the check and the open is
+  /// refused too (403). The caller closes the descriptor.
+  int open_checked(const std::string& real) const;
   /// Every file a key or write job of the clip would read (its plates or video, its hints)
   /// must lie under the roots (checked()): a plate that is a link out of them is refused
   /// (403) before the job starts, as its preview is.
@@ -81,6 +81,9 @@ class ClipLibrary {
   const ReviewConfig& config() const { return config_; }
 
  private:
+  /// Whether a real path lies under a root, the output root or the compare root.
+  bool allowed(const std::string& real) const;
+
   const ReviewConfig& config_;
   std::vector<std::string> allowed_;  // real paths of the roots, output root, compare root
   std::vector<std::string> roots_;    // real paths of the roots, for /raw/<index>/
