@@ -1,5 +1,7 @@
 #include "review/clip_library.h"
 
+#include "review/json_input.h"
+
 #include <corridorkey/colour.h>
 #include <corridorkey/errors.h>
 #include <corridorkey/hint.h>
@@ -84,6 +86,8 @@ ClipLibrary::ClipLibrary(const ReviewConfig& config) : config_(config) {
     roots_.push_back(real_or_absolute(r));
     allowed_.push_back(roots_.back());
   }
+  write_roots_ = roots_;
+  if (!config.output_root.empty()) write_roots_.push_back(real_or_absolute(config.output_root));
   if (!config.output_root.empty()) allowed_.push_back(real_or_absolute(config.output_root));
   if (!config.compare_root.empty()) allowed_.push_back(real_or_absolute(config.compare_root));
   list();  // IoError now, at start, for roots that hold no clip
@@ -210,6 +214,27 @@ std::string ClipLibrary::writable_folder(const std::string& dir) const {
   return real.string();
 }
 
+void ClipLibrary::check_outputs(const ClipEntry& c) const {
+  // Every folder and file a key writes, as the pipeline names them (Output/ itself was made
+  // and checked by writable_folder()). One that exists must resolve under the roots or the
+  // output root; a missing one is made by the job inside a checked folder.
+  const fs::path out = c.clip.output;
+  for (const fs::path& p : {out / "FG", out / "Matte", out / "Processed", out / "Comp", out / "AlphaHint",
+                            out / "run.json"}) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) continue;
+    std::error_code ec;
+    const auto real = fs::canonical(p, ec).string();
+    bool inside = false;
+    for (const auto& r : write_roots_) inside = inside || (!ec && under(real, r));
+    if (!inside)
+      throw HttpError(403, p.string() + ": refused: " +
+                               (ec ? std::string("a link whose target does not exist")
+                                   : "it leads to " + real + ", outside the roots and output root") +
+                               "; the key would write there");
+  }
+}
+
 std::string ClipLibrary::raw_link(const std::string& path) const {
   std::error_code ec;
   const auto real = fs::canonical(path, ec).string();
@@ -262,7 +287,12 @@ json ClipLibrary::run_record(const ClipEntry& c, bool side_b) const {
     f.seekg(0, std::ios::end);
     if (f.tellg() > (std::streamoff{16} << 20)) return {{"error", path + ": larger than 16 MiB; not read"}};
     f.seekg(0);
-    return json::parse(f);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::string error;
+    const json j = parse_json_limited(text, error);
+    if (!error.empty()) return {{"error", path + ": " + error}};
+    if (!j.is_object()) return {{"error", path + ": not a JSON object"}};
+    return run_summary(j);  // the known fields only: nothing else of the file reaches the page
   } catch (const std::exception& e) {
     return {{"error", path + ": " + e.what()}};
   }

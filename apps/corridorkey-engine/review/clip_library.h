@@ -67,6 +67,13 @@ class ClipLibrary {
   /// must lie under the roots (checked()): a plate that is a link out of them is refused
   /// (403) before the job starts, as its preview is.
   void check_inputs(const ClipEntry& c) const;
+  /// Every output folder and file a key or write job of the clip writes (FG, Matte,
+  /// Processed, Comp, AlphaHint, run.json) must resolve under the roots or the output root
+  /// when it exists: a link out is refused (403, naming it) before the job starts.
+  void check_outputs(const ClipEntry& c) const;
+  /// Where jobs may write (real paths of the roots and the output root): the pipeline's
+  /// confinement (InferenceOptions::confine_writes).
+  const std::vector<std::string>& write_roots() const { return write_roots_; }
   /// The /raw/ link of an existing file under a root ("" when it lies under none).
   std::string raw_link(const std::string& path) const;
 
@@ -87,6 +94,7 @@ class ClipLibrary {
   const ReviewConfig& config_;
   std::vector<std::string> allowed_;  // real paths of the roots, output root, compare root
   std::vector<std::string> roots_;    // real paths of the roots, for /raw/<index>/
+  std::vector<std::string> write_roots_;  // real paths of the roots and the output root
   mutable std::mutex m_;
   std::map<std::string, std::shared_ptr<const ClipEntry>> clips_;
   std::map<std::string, json> screens_;  // estimated backing of clips without run.json

@@ -28,6 +28,11 @@ double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
+/// How many finished jobs the list keeps (a session's running and queued ones all stay).
+constexpr size_t kMaxFinishedJobs = 50;
+
+}  // namespace
+
 /// A number as the option tables read it, in every locale.
 std::string number_text(double v) {
   char b[64];
@@ -41,31 +46,6 @@ EngineOptions with_post(EngineOptions o, const PostTweak& t) {
   set_engine_option(o, "despeckle_size", std::to_string(t.despeckle_size), "review");
   return o;
 }
-
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+=:,") ==
-                        std::string::npos)
-    return s;
-  std::string q = "'";
-  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return q + "'";
-}
-
-/// Text for a `#` comment line: a control character (a newline in a folder name) would end
-/// the comment and start YAML of the name's choosing.
-std::string comment_text(std::string s) {
-  for (char& ch : s)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
-  return s;
-}
-
-/// How many finished jobs the list keeps (a session's running and queued ones all stay).
-constexpr size_t kMaxFinishedJobs = 50;
-
-/// A YAML double-quoted scalar: a JSON string is one.
-std::string yaml_string(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
-
-}  // namespace
 
 PostTweak parse_tweak(const json& body, const EngineOptions& base) {
   PostTweak t;
@@ -211,52 +191,6 @@ Pixels Keying::tweak(const ClipEntry& c, int frame, const PostTweak& t, bool com
   return p;
 }
 
-json Keying::save_settings(const ClipEntry& c, const PostTweak& t, const std::string& profile) {
-  const EngineOptions o = with_post(cfg_.engine_for(profile), t);
-  const auto dir = lib_.writable_folder(c.clip.output);
-  const auto path = (fs::path(dir) / "review-settings.yaml").string();
-  std::string name = "review_";
-  for (char ch : c.clip.name) name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ? ch : '_';
-  std::string inference = cfg_.cli + " inference " + shell_quote(c.clip.root) + " --profile " + shell_quote(profile) +
-                          " --despill " + number_text(t.despill) + (t.despeckle ? " --despeckle" : " --no-despeckle") +
-                          " --despeckle-size " + std::to_string(t.despeckle_size);
-  if (!cfg_.output_root.empty()) inference += " --output-root " + shell_quote(cfg_.output_root);
-  if (!o.checkpoint.empty()) inference += " --checkpoint " + shell_quote(o.checkpoint);
-  const std::string job_run = cfg_.cli + " job run " + shell_quote(path);
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char when[32];
-  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
-  std::string y;
-  y += "# Saved by `corridorkey-engine review` (" + std::string(version_string()) + ") on " + when + ":\n";
-  y += "# the post-processing chosen for clip " + comment_text(c.clip.name) + ". Nothing applies it on its own.\n";
-  y += "# A job file; to key the clip with it:\n#   " + comment_text(job_run) + "\n";
-  y += "# (job run keys frames whose outputs are missing: remove Processed/ and Comp/ to redo\n";
-  y += "# keyed frames), or with the same settings as flags:\n#   " + comment_text(inference) + "\n";
-  y += "version: 1\nname: " + name + "\nclips:\n  - path: " + yaml_string(c.clip.root) + "\n";
-  y += "profile: " + yaml_string(profile) + "\n";
-  if (!o.checkpoint.empty()) y += "checkpoint: " + yaml_string(o.checkpoint) + "\n";
-  if (!cfg_.output_root.empty()) y += "output_root: " + yaml_string(cfg_.output_root) + "\n";
-  y += "despill: " + number_text(t.despill) + "\ndespeckle: " + (t.despeckle ? "true" : "false") +
-       "\ndespeckle_size: " + std::to_string(t.despeckle_size) + "\n";
-  // Whole or not at all: a temporary name in the folder, read back as a job, then renamed.
-  std::string tmp = path + ".XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) throw HttpError(500, path + ": cannot write: " + std::strerror(errno));
-  const bool wrote = ::write(fd, y.data(), y.size()) == static_cast<ssize_t>(y.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  try {
-    if (!wrote) throw std::runtime_error(std::string("write failed: ") + std::strerror(errno));
-    (void)load_job(tmp);  // what `job run` will read
-    if (::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(std::strerror(errno));
-  } catch (const std::exception& e) {
-    ::unlink(tmp.c_str());
-    throw HttpError(500, path + ": not written: " + e.what());
-  }
-  return {{"path", path}, {"job_run", job_run}, {"inference", inference}};
-}
-
 std::string Keying::start(const ClipEntry& c, const std::string& profile, const std::string& screen,
                           const PostTweak* post) {
   if (screen != "auto" && screen != "green" && screen != "blue")
@@ -273,6 +207,7 @@ std::string Keying::start(const ClipEntry& c, const std::string& profile, const 
   // its outputs go to a folder under the roots or output folders (made here when missing).
   lib_.check_inputs(c);
   (void)lib_.writable_folder(c.clip.output);
+  lib_.check_outputs(c);  // a link out from Output/Comp, Matte, ... or run.json: 403
   std::lock_guard<std::mutex> l(m_);
   if (stopping_) throw HttpError(503, "the review is stopping");
   // Finished jobs beyond the last kMaxFinishedJobs are forgotten: the list is sent whole
@@ -375,6 +310,10 @@ void Keying::run(Job& j) {
   io.input_colorspace = cfg_.input_colorspace;
   io.ocio_config = cfg_.ocio_config;
   io.cancel = &j.cancel;
+  // Confined writing: the output folders are opened once, without following links out of
+  // the roots, and written through their descriptors (a link swapped in after the check in
+  // start() is not followed either). `inference` follows the user's links.
+  io.confine_writes = lib_.write_roots();
   std::string state = "done";
   try {
     set_inference_option(io, "screen", j.screen, "review");

@@ -8,6 +8,8 @@
 #include "review/assets.h"
 #include "review/clip_library.h"
 #include "review/frame_views.h"
+#include "review/http_guard.h"
+#include "review/json_input.h"
 #include "review/key_jobs.h"
 #include "serve/channel.h"
 
@@ -28,53 +30,11 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 namespace corridorkey::review {
 namespace {
-
-struct Listen {
-  std::string host;  // what is bound: 127.0.0.1 or ::1
-  int port = 0;
-};
-
-/// --listen takes `serve`'s loopback TCP forms only: a browser cannot reach a Unix socket.
-Listen parse_listen(const std::string& spec) {
-  CK_CHECK(spec.rfind("unix:", 0) != 0, ConfigError, "--listen ", spec,
-           ": review serves a browser, which cannot reach a Unix socket; use tcp:127.0.0.1:PORT");
-  CK_CHECK(spec.rfind("tcp:", 0) == 0, ConfigError, "--listen ", spec, ": expected tcp:127.0.0.1:PORT");
-  const auto hp = spec.substr(4);
-  const auto colon = hp.rfind(':');
-  CK_CHECK(colon != std::string::npos, ConfigError, "--listen ", spec, ": expected tcp:127.0.0.1:PORT");
-  Listen l;
-  l.host = hp.substr(0, colon);
-  if (l.host == "localhost") l.host = "127.0.0.1";
-  if (l.host == "[::1]") l.host = "::1";
-  CK_CHECK(l.host == "127.0.0.1" || l.host == "::1", ConfigError, "--listen ", spec,
-           ": review listens on loopback only (127.0.0.1 or ::1); use an SSH tunnel to reach it "
-           "from another machine");
-  const auto port = hp.substr(colon + 1);
-  CK_CHECK(!port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos,
-           ConfigError, "--listen ", spec, ": the port is not a number");
-  l.port = std::stoi(port);
-  CK_CHECK(l.port <= 65535, ConfigError, "--listen ", spec, ": port ", l.port, " is not in 0..65535");
-  return l;
-}
-
-/// The value of cookie `name` in a Cookie header ("" when absent).
-std::string cookie(const std::string& header, const std::string& name) {
-  size_t i = 0;
-  while (i < header.size()) {
-    while (i < header.size() && (header[i] == ' ' || header[i] == ';')) ++i;
-    const auto eq = header.find('=', i), end = header.find(';', i);
-    if (eq == std::string::npos) break;
-    if (header.compare(i, eq - i, name) == 0 && eq - i == name.size())
-      return header.substr(eq + 1, end == std::string::npos ? std::string::npos : end - eq - 1);
-    if (end == std::string::npos) break;
-    i = end + 1;
-  }
-  return "";
-}
 
 void send_json(httplib::Response& res, const json& j, int status = 200) {
   res.status = status;
@@ -122,14 +82,16 @@ class Review {
 
   int run() {
     const Listen l = parse_listen(cfg_.listen);
-    httplib::Server svr;
-    // Request threads: the page loads a handful of previews at once, and an event stream
-    // holds a thread for as long as it is open (at most kStreams).
-    svr.new_task_queue = [] { return new httplib::ThreadPool(8 + kStreams); };
+    // Connections are accepted and their request heads read, with limits, by the guard
+    // (http_guard.h), not by httplib. Workers for the token holder: the page loads a handful
+    // of previews at once, and an event stream holds one for as long as it is open (at most
+    // kStreams).
+    GuardLimits limits;
+    limits.trusted_threads = 8 + kStreams;
+    GuardedServer svr(limits);
     svr.set_payload_max_length(cfg_.max_body_bytes);
-    svr.set_keep_alive_max_count(1000);
-    svr.set_read_timeout(10, 0);
-    svr.set_write_timeout(30, 0);
+    svr.set_keep_alive_max_count(limits.max_requests_per_connection);  // what the answers say
+    svr.set_keep_alive_timeout(std::chrono::duration_cast<std::chrono::seconds>(limits.keep_alive).count());
     svr.set_default_headers({
         {"X-Content-Type-Options", "nosniff"},
         {"X-Frame-Options", "DENY"},
@@ -160,7 +122,7 @@ class Review {
     routes(svr);
     edit_routes(svr);
 
-    port_ = l.port == 0 ? svr.bind_to_any_port(l.host) : (svr.bind_to_port(l.host, l.port) ? l.port : -1);
+    port_ = svr.listen_on(l.host, l.port);
     CK_CHECK(port_ > 0, IoError, "--listen ", cfg_.listen, ": cannot bind (", std::strerror(errno), ")");
     origin_host_ = l.host == "::1" ? "[::1]:" + std::to_string(port_) : l.host + ":" + std::to_string(port_);
     cookie_name_ = "ck_review_" + std::to_string(port_);  // cookies are per host, not per port
@@ -168,7 +130,7 @@ class Review {
     srgb_to_linear();
     linear_to_display(cfg_.ocio_config, "");
     std::cout << "http://" << origin_host_ << "/?token=" << token_ << std::endl;
-    std::thread server([&] { svr.listen_after_bind(); });
+    std::thread server([&] { svr.serve([this](const std::string& head) { return trusted(head); }); });
     // The page opens on the first clip's first plate: made while the browser starts.
     std::thread warm([this] {
       try {
@@ -183,13 +145,26 @@ class Review {
     // server closes.
     stopping_ = true;
     keying_.stop();
-    svr.stop();
+    svr.shutdown();
     server.join();
     warm.join();
     return 130;
   }
 
  private:
+  /// Whether a request head carries the token (the cookie, or the printed URL's query): the
+  /// guard keeps workers for those. The gate checks every request again.
+  bool trusted(const std::string& head) const {
+    const auto c = cookie(head_header(head, "Cookie"), cookie_name_);
+    if (!c.empty() && serve::same_token(c, token_)) return true;
+    const size_t end = head.find(' ', 4);
+    if (head.compare(0, 6, "GET /?") != 0 || end == std::string::npos) return false;
+    std::stringstream q(head.substr(6, end - 6));
+    for (std::string kv; std::getline(q, kv, '&');)
+      if (kv.rfind("token=", 0) == 0 && serve::same_token(kv.substr(6), token_)) return true;
+    return false;
+  }
+
   /// True when the request may go on; else the 403 is written (no file content).
   bool gate(const httplib::Request& req, httplib::Response& res) {
     auto refuse = [&](int status, const std::string& why) {
@@ -290,7 +265,9 @@ class Review {
   }
 
   static json body_of(const httplib::Request& req) {
-    json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    std::string error;
+    json j = parse_json_limited(req.body, error);
+    if (!error.empty()) throw HttpError(400, "the request body: " + error);
     if (!j.is_object()) throw HttpError(400, "the request body is not a JSON object");
     return j;
   }

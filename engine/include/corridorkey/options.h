@@ -333,6 +333,13 @@ struct InferenceOptions {
   /// Polled between frames; set from a signal handler to stop cleanly (frames in flight
   /// are finished and written, nothing partial is left).
   const std::atomic<bool>* cancel = nullptr;
+  /// Confined writing (set by `review`, not a YAML key or flag): when not empty, every output
+  /// folder must resolve under one of these folders; each is opened once, without following
+  /// links from the confining folder down, and every file (frames, generated hints, videos,
+  /// run.json) is created and renamed through that descriptor, so a link made or swapped in
+  /// under a root later is never followed out of it (IoError naming the path). Empty (the
+  /// CLI): output folders are followed wherever the user's links lead.
+  std::vector<std::string> confine_writes;
 };
 
 CORRIDORKEY_NAMESPACE_END

@@ -8,6 +8,8 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -46,6 +48,67 @@ bool alnum(unsigned char c) { return std::isalnum(c) != 0; }
 /// Filesystems that refuse advisory locks (CIFS, some FUSE and Lustre mounts).
 bool locks_unsupported(int err) { return err == ENOLCK || err == EOPNOTSUPP || err == ENOSYS || err == EINVAL; }
 
+/// A folder as pins are matched: absolute, lexically normal, no trailing '/'.
+std::string folder_key(const fs::path& dir) {
+  std::error_code ec;
+  auto s = fs::absolute(dir, ec).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+bool under(const std::string& path, const std::string& dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                         (dir == "/" || path[dir.size()] == '/'));
+}
+
+/// What a descriptor's folder is called now (it may have been moved since it was opened).
+std::string fd_path(int fd) {
+  std::error_code ec;
+  return fs::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
+}
+
+/// The path another process (ffmpeg) can open the descriptor's file or folder by.
+std::string proc_fd(int fd) { return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd); }
+
+void refuse_special(const std::string& final_path, const struct stat& st) {
+  // Only a file (or a link, which the rename replaces, never its target) is replaced: a FIFO,
+  // device, socket or folder at an output path belongs to someone else.
+  if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return;
+  throw IoError(final_path + ": exists and is not a regular file (" +
+                (S_ISFIFO(st.st_mode)   ? "a FIFO"
+                 : S_ISDIR(st.st_mode)  ? "a folder"
+                 : S_ISSOCK(st.st_mode) ? "a socket"
+                                        : "a device") +
+                "); refusing to replace it");
+}
+
+}  // namespace
+
+/// A pinned output folder: its descriptor, and the folders it must stay under.
+struct PinnedFolder {
+  std::string key;
+  int fd = -1;
+  std::vector<std::string> roots;
+  ~PinnedFolder() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+namespace {
+// The pins of every confined run in this process, by folder. Process-wide because the
+// writers (OpenEXR, PNG, video, run.json) reach TempFile through the public write functions,
+// which take paths; a pin is looked up only while one exists (the CLI never pays for it).
+std::mutex g_pins_m;
+std::multimap<std::string, std::shared_ptr<const PinnedFolder>> g_pins;
+std::atomic<size_t> g_pin_count{0};
+
+std::shared_ptr<const PinnedFolder> pinned_folder(const fs::path& dir) {
+  if (g_pin_count.load() == 0) return nullptr;
+  const auto key = folder_key(dir);
+  std::lock_guard<std::mutex> l(g_pins_m);
+  const auto it = g_pins.find(key);
+  return it == g_pins.end() ? nullptr : it->second;
+}
 }  // namespace
 
 const std::string& temp_host_tag() {
@@ -88,17 +151,24 @@ TempFile::TempFile(const std::string& path, const std::string& suffix) {
   // frame name plus a suffix would exceed NAME_MAX), one per write.
   static std::atomic<unsigned> counter{0};
   const auto dir = fs::path(path).parent_path();
+  pinned_ = pinned_folder(dir);
+  const int at = pinned_ ? pinned_->fd : AT_FDCWD;
   for (int attempt = 0; attempt < 100; ++attempt) {
-    path_ = (dir / (kLockedPrefix + temp_host_tag() + "." + std::to_string(::getpid()) + "." +
-                    std::to_string(counter++) + suffix))
-                .string();
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    name_ = kLockedPrefix + temp_host_tag() + "." + std::to_string(::getpid()) + "." +
+            std::to_string(counter++) + suffix;
+    const std::string rel = pinned_ ? name_ : (dir / name_).string();
+    // O_EXCL never follows a link at the name; O_NOFOLLOW says so for the pinned case.
+    fd_ = ::openat(at, rel.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd_ < 0 && errno == EEXIST) continue;
     CK_CHECK(fd_ >= 0, IoError, path, ": cannot create file in ", dir.string(), " (", std::strerror(errno), ")");
+    // Pinned: writers open the file itself (its descriptor's /proc path), never a name in the
+    // folder that someone could swap for a link. A container's extension (videos: OpenCV
+    // picks the format from it) needs a name: the folder's descriptor and the name then.
+    path_ = !pinned_ ? rel : suffix.empty() ? proc_fd(fd_) : proc_fd(at) + "/" + name_;
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       if (locks_unsupported(err)) return;  // cleaners there never delete: no lock needed
-      ::unlink(path_.c_str());  // a cleaner is judging it this very moment: another name
+      ::unlinkat(at, rel.c_str(), 0);  // a cleaner is judging it this very moment: another name
       ::close(fd_);
       fd_ = -1;
       continue;
@@ -114,21 +184,34 @@ TempFile::TempFile(const std::string& path, const std::string& suffix) {
 }
 
 TempFile::~TempFile() {
-  if (!committed_ && !path_.empty()) ::unlink(path_.c_str());
+  if (!committed_ && !path_.empty()) {
+    if (pinned_) ::unlinkat(pinned_->fd, name_.c_str(), 0);
+    else ::unlink(path_.c_str());
+  }
   if (fd_ >= 0) ::close(fd_);  // releases the lock, after the rename or the unlink
 }
 
 void TempFile::commit(const std::string& final_path) {
-  // Only a file (or a link, which the rename replaces, never its target) is replaced: a FIFO,
-  // device, socket or folder at an output path belongs to someone else.
   struct stat st {};
-  if (::lstat(final_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
-    throw IoError(final_path + ": exists and is not a regular file (" +
-                  (S_ISFIFO(st.st_mode)   ? "a FIFO"
-                   : S_ISDIR(st.st_mode)  ? "a folder"
-                   : S_ISSOCK(st.st_mode) ? "a socket"
-                                          : "a device") +
-                  "); refusing to replace it");
+  if (pinned_) {
+    // The folder may have been moved since it was pinned: where its descriptor is now must
+    // still lie under a confining folder.
+    const auto now = fd_path(pinned_->fd);
+    bool inside = false;
+    for (const auto& r : pinned_->roots) inside = inside || under(now, r);
+    CK_CHECK(inside, IoError, final_path, ": refused: its folder now lies at ", now,
+             ", outside the folders this run may write");
+    CK_CHECK(folder_key(fs::path(final_path).parent_path()) == pinned_->key, IoError, final_path,
+             ": not in the folder its temporary file was made in");
+    const auto name = fs::path(final_path).filename().string();
+    if (::fstatat(pinned_->fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) refuse_special(final_path, st);
+    // renameat replaces a link at the name, never its target.
+    CK_CHECK(::renameat(pinned_->fd, name_.c_str(), pinned_->fd, name.c_str()) == 0, IoError, final_path,
+             ": cannot move the finished file into place: ", std::strerror(errno));
+    committed_ = true;
+    return;
+  }
+  if (::lstat(final_path.c_str(), &st) == 0) refuse_special(final_path, st);
   std::error_code ec;
   fs::rename(path_, final_path, ec);
   CK_CHECK(!ec, IoError, final_path, ": cannot move the finished file into place: ", ec.message());
@@ -177,6 +260,94 @@ TempCleanup remove_stale_temp_files(const std::string& dir) {
     ::close(fd);
   }
   return r;
+}
+
+PinnedFolders::PinnedFolders(const std::vector<std::string>& roots) {
+  for (const auto& r : roots) {
+    std::error_code ec;
+    auto real = fs::canonical(r, ec);
+    roots_.push_back(ec ? folder_key(r) : folder_key(real));
+  }
+}
+
+PinnedFolders::~PinnedFolders() {
+  std::lock_guard<std::mutex> l(g_pins_m);
+  for (const auto& p : mine_) {
+    auto range = g_pins.equal_range(p->key);
+    for (auto it = range.first; it != range.second; ++it)
+      if (it->second == p) {
+        g_pins.erase(it);
+        --g_pin_count;
+        break;
+      }
+  }
+}
+
+std::string PinnedFolders::pin(const std::string& dir, bool create) {
+  const std::string key = folder_key(dir);
+  // The longest part of the path that exists, by its real path: links the user made inside
+  // the confining folders are resolved here, before anything is opened. (exists() follows
+  // links: a dangling one counts as missing, and is refused by the walk below.)
+  fs::path existing = key;
+  std::vector<std::string> missing;
+  std::error_code ec;
+  while (!fs::exists(existing, ec) && existing.has_relative_path()) {
+    missing.insert(missing.begin(), existing.filename().string());
+    existing = existing.parent_path();
+  }
+  CK_CHECK(create || missing.empty(), IoError, dir, ": does not exist");
+  const std::string real = fs::canonical(existing, ec).string();
+  CK_CHECK(!ec, IoError, dir, ": cannot resolve ", existing.string(), " (", ec.message(), ")");
+  std::string root;
+  for (const auto& r : roots_)
+    if (under(real, r) && r.size() >= root.size()) root = r;
+  if (root.empty()) {
+    std::string list;
+    for (const auto& r : roots_) list += (list.empty() ? "" : ", ") + r;
+    throw IoError(dir + ": refused: its real path " + real + " lies outside the folders this run may write (" +
+                  list + ")");
+  }
+  std::vector<std::string> parts;
+  for (const auto& part : fs::path(real.substr(root.size()))) {
+    const auto t = part.string();
+    if (!t.empty() && t != "/") parts.push_back(t);
+  }
+  const size_t first_missing = parts.size();
+  parts.insert(parts.end(), missing.begin(), missing.end());
+  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  CK_CHECK(fd >= 0, IoError, dir, ": cannot open ", root, " (", std::strerror(errno), ")");
+  std::string walked = root;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    walked += (walked == "/" ? "" : "/") + parts[i];
+    if (i >= first_missing && ::mkdirat(fd, parts[i].c_str(), 0777) != 0 && errno != EEXIST) {
+      const int err = errno;
+      ::close(fd);
+      throw IoError(dir + ": output folder cannot be created (" + std::strerror(err) + ")");
+    }
+    // Each step from the descriptor of the one before, never following a link: one swapped
+    // in since the real path was resolved is refused, not followed.
+    const int next = ::openat(fd, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int err = errno;
+    struct stat st {};
+    const bool link = next < 0 && ::fstatat(fd, parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+    ::close(fd);
+    if (next < 0)
+      throw IoError(dir + (link ? ": refused: " + walked + " is a symbolic link (made after its folder was "
+                                  "checked); confined writes follow no link"
+                                : ": cannot open " + walked + " (" + std::strerror(err) + ")"));
+    fd = next;
+  }
+  auto p = std::make_shared<PinnedFolder>();
+  p->key = key;
+  p->fd = fd;
+  p->roots = roots_;
+  {
+    std::lock_guard<std::mutex> l(g_pins_m);
+    g_pins.emplace(key, p);
+    ++g_pin_count;
+  }
+  mine_.push_back(p);
+  return "/proc/self/fd/" + std::to_string(fd);
 }
 
 void atomic_write(const std::string& path, const std::function<void(const std::string&)>& write_to) {

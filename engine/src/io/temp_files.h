@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,8 @@ const std::string& temp_host_tag();
 /// A fresh temporary file for a write to `path` (in its folder; `suffix` appended, e.g. the
 /// container's extension), created and locked for as long as this object lives. Whatever
 /// then opens path() and writes it (OpenEXR, ffmpeg) writes the locked file.
+struct PinnedFolder;
+
 class TempFile {
  public:
   explicit TempFile(const std::string& path, const std::string& suffix = "");
@@ -51,6 +54,35 @@ class TempFile {
   std::string path_;
   int fd_ = -1;
   bool committed_ = false;
+  std::shared_ptr<const PinnedFolder> pinned_;  // set when the folder is pinned (below)
+  std::string name_;                            // the temporary file's name in it
+};
+
+/// Confined writing (InferenceOptions::confine_writes): output folders opened once, without
+/// following links below the confining folder, and registered for the life of this object.
+/// While a folder is pinned, a TempFile (and so atomic_write) into it creates its file with
+/// openat(O_NOFOLLOW | O_EXCL) from the folder's descriptor, gives writers that file's own
+/// /proc/PID/fd path (a name swapped for a link is not followed), checks that the folder
+/// still lies under a confining folder before the rename, and renames with renameat: a link
+/// made or swapped in by someone who can write under a root is never followed out of it.
+/// Folders are matched by their absolute, lexically normal path as the pipeline names them.
+class PinnedFolders {
+ public:
+  /// `roots`: the folders writes are confined to (made absolute and real here).
+  explicit PinnedFolders(const std::vector<std::string>& roots);
+  ~PinnedFolders();  // unregisters this object's folders
+  PinnedFolders(const PinnedFolders&) = delete;
+  PinnedFolders& operator=(const PinnedFolders&) = delete;
+  /// Opens `dir` (making missing folders when `create`) from the confining folder that holds
+  /// its real path, each component with O_NOFOLLOW, and registers it. IoError naming `dir`
+  /// when its real path lies outside every confining folder, or a component is a link
+  /// swapped in after its real path was resolved. Returns "/proc/self/fd/N", the folder as
+  /// its descriptor names it (a sweep of temporary files uses it, never the path).
+  std::string pin(const std::string& dir, bool create);
+
+ private:
+  std::vector<std::string> roots_;
+  std::vector<std::shared_ptr<const PinnedFolder>> mine_;
 };
 
 struct TempCleanup {

@@ -320,13 +320,21 @@ void make_output_folders(ClipPlan& p, const InferenceOptions& job, Plan& plan, b
                                                  {p.out, true}};  // p.out: videos
   if (p.generate_hint) dirs.emplace_back(p.out / "AlphaHint", true);
   for (const auto& [d, wanted] : dirs) {
-    std::error_code ec;
-    if (!wanted && !fs::is_directory(d, ec)) continue;
-    if (wanted) fs::create_directories(d, ec);
-    CK_CHECK(!ec && fs::is_directory(d), IoError, d.string(),
-             ": output folder cannot be created (", ec ? ec.message() : "not a folder", ")");
+    std::string sweep = d.string();
+    if (plan.pins) {
+      // Confined: only the folders this run writes are opened, made and swept, each through
+      // its own descriptor (a link under the confining folders is never followed).
+      if (!wanted) continue;
+      sweep = plan.pins->pin(d.string(), /*create=*/true);
+    } else {
+      std::error_code ec;
+      if (!wanted && !fs::is_directory(d, ec)) continue;
+      if (wanted) fs::create_directories(d, ec);
+      CK_CHECK(!ec && fs::is_directory(d), IoError, d.string(),
+               ": output folder cannot be created (", ec ? ec.message() : "not a folder", ")");
+    }
     // Leftovers of a run killed mid-write (SIGKILL, power loss): its temp files.
-    const auto tmp = io::remove_stale_temp_files(d.string());
+    const auto tmp = io::remove_stale_temp_files(sweep);
     if (tmp.removed)
       plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", d.string(),
                              "removed " + std::to_string(tmp.removed) +
@@ -370,6 +378,7 @@ void select_frames(ClipPlan& p, const InferenceOptions& job, Plan& plan, const i
 
 void make_output_folders(Plan& plan, const InferenceOptions& job) {
   bool warned_locks = false;
+  if (!job.confine_writes.empty() && !plan.pins) plan.pins = std::make_shared<io::PinnedFolders>(job.confine_writes);
   for (auto& p : plan.clips) make_output_folders(p, job, plan, warned_locks);
 }
 

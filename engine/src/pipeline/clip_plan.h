@@ -9,8 +9,10 @@
 #include "io/clip.h"
 #include "pipeline/clip_colour.h"
 #include "io/decode_budget.h"
+#include "io/temp_files.h"
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,10 @@ struct Plan {
   std::vector<std::string> clips_skipped;  // unreadable clips of a clips root, for the summary
   /// Pixel limit and decode budget of the read workers (planning reads one frame at a time).
   io::DecodeLimits decode;
+  /// Confined writing (InferenceOptions::confine_writes): the output folders, opened without
+  /// following links and pinned for as long as the plan lives (the frames, videos and run.json
+  /// are written through them).
+  std::shared_ptr<io::PinnedFolders> pins;
 };
 
 /// IoError when a plate and its hint have different aspect ratios, told from their headers
