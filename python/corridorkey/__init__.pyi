@@ -15,6 +15,10 @@ class IoError(Error, OSError): ...
 class ModelError(Error): ...
 class DeviceError(Error): ...
 
+# A path as os.fsencode takes it: the bytes reach the filesystem as given (a str made by
+# os.fsdecode from a non-UTF-8 name gives its bytes back).
+StrPath = str | bytes | PathLike[str] | PathLike[bytes]
+
 OutputName = Literal["matte", "fg", "processed", "comp"]
 Screen = Literal["auto", "green", "blue"]
 
@@ -30,9 +34,9 @@ class Model:
 
     @staticmethod
     def load(
-        checkpoint: str | bytes | PathLike[str] | None = None,
+        checkpoint: StrPath | None = None,
         *,
-        profile: str = "optimized",
+        profile: StrPath = "optimized",
         device: str = "auto",
         img_size: int = 0,
         **model_overrides: Any,
@@ -73,9 +77,9 @@ class Engine:
         spaces as `inference`'s flags of the same names write them."""
 
 def run_inference(
-    clips: str | bytes | PathLike[str] | Iterable[str | bytes | PathLike[str]],
+    clips: StrPath | Iterable[StrPath],
     *,
-    profile: str = "optimized",
+    profile: StrPath = "optimized",
     on_event: Callable[[dict[str, Any]], None] | None = None,
     **overrides: Any,
 ) -> dict[str, Any]: ...

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace corridorkey::python {
 
@@ -33,13 +34,31 @@ struct PyEngine {
 };
 
 /// A Python value as the CLI writes it: True/False as true/false, a path (str, bytes,
-/// os.PathLike) as its text, a list or tuple of those joined by commas (outputs=("matte",
-/// "comp")), anything else as str(). ConfigError naming `key` for nested lists and dicts.
+/// os.PathLike) as os.fsencode's bytes (a str too: the text of output_root= is a path), a
+/// list or tuple of those joined by commas (outputs=("matte", "comp")), anything else as
+/// str(). ConfigError naming `key` for nested lists and dicts.
 std::string option_text(nb::handle value, const std::string& key);
 
-/// A path argument (str, bytes or os.PathLike) as text; ConfigError naming `what` for
-/// anything else or a path with a NUL in it.
+/// A path argument (str, bytes or os.PathLike) as the bytes os.fsencode gives (a str is
+/// encoded with the filesystem encoding and surrogateescape, so os.fsdecode's str of a
+/// non-UTF-8 name reaches the filesystem as the same bytes); ConfigError naming `what` for
+/// anything else, a str that cannot be encoded or a path with a NUL in it.
 std::string path_text(nb::handle value, const std::string& what);
+
+/// A str argument (a keyword's name, an option's text) as os.fsencode encodes it, so a str
+/// that os.fsdecode made from a name's bytes gives those bytes back; ConfigError naming
+/// `what` when it cannot be encoded (a lone surrogate outside surrogateescape's range).
+std::string str_text(nb::handle str, const std::string& what);
+
+/// A path the library gives back (a checkpoint, a clip, a file) as Python shows file
+/// names: os.fsdecode of its bytes, so os.fsencode of the str gives the same bytes back.
+nb::str path_str(const std::string& path);
+
+/// Text the library gives back (messages, warnings, notes, log lines) as UTF-8, bytes that
+/// are not UTF-8 (a non-UTF-8 file name inside a message) shown as \xNN: the str always
+/// prints, where a lone surrogate would make print() raise.
+nb::str text_str(const std::string& text);
+nb::list text_list(const std::vector<std::string>& texts);
 
 /// Sets `key` of `options` from a keyword argument (the CLI's keys and units: despill 0-10),
 /// ConfigError naming `source` and the key when it is not an option or the value is refused.

@@ -236,7 +236,7 @@ void bind_frames(nb::class_<PyEngine>& engine) {
         if (out) {
           for (auto [k, v] : *out) {
             if (!nb::isinstance<nb::str>(k)) throw ConfigError("out: keys are output names (matte, fg, processed, comp)");
-            const auto key = nb::cast<std::string>(k);
+            const auto key = str_text(k, "out: a key");  // a lone surrogate: ConfigError, not bad_cast
             auto it = std::find_if(slots.begin(), slots.end(), [&](const OutputSlot& s) { return key == s.name; });
             if (it == slots.end()) throw ConfigError("out['" + key + "']: not one of the outputs asked for");
             const std::string what = "out['" + key + "']";
@@ -314,8 +314,8 @@ void bind_frames(nb::class_<PyEngine>& engine) {
         result["screen"] = last.backing == Screen::Blue ? "blue" : "green";
         result["swapped"] = last.swapped;
         result["linear"] = last.linear;
-        result["checkpoint"] = last.checkpoint;
-        result["warnings"] = warnings;
+        result["checkpoint"] = path_str(last.checkpoint);  // os.fsdecode's str: a non-UTF-8 path too
+        result["warnings"] = text_list(warnings);
         nb::dict t;  // the last frame's stages
         t["preprocess_ms"] = last.timings.preprocess_ms;
         t["infer_ms"] = last.timings.infer_ms;

@@ -19,7 +19,11 @@
 #include <nanobind/stl/vector.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <deque>
+#include <filesystem>
+#include <system_error>
+#include <typeinfo>
 #include <set>
 #include <stdexcept>
 #include <mutex>
@@ -29,6 +33,10 @@
 #include <optional>
 #include <thread>
 #include <utility>
+
+#if defined(__GNUG__)
+#include <cxxabi.h>
+#endif
 
 namespace corridorkey::python {
 
@@ -49,6 +57,94 @@ PyObject* g_io_error = nullptr;
 PyObject* g_model_error = nullptr;
 PyObject* g_device_error = nullptr;
 
+/// Raises `type` with `message` (a C++ message: its bytes may hold a non-UTF-8 file name,
+/// which PyErr_SetString would turn into a UnicodeDecodeError in place of the error).
+void raise_text(PyObject* type, const std::string& message) noexcept {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "backslashreplace");
+  if (!text) return;  // MemoryError, set by the decoder
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
+}
+
+/// IoError for a failed system call (std::filesystem_error, std::system_error): errno set
+/// as OSError's own are, when the code is one, and `filename` the path the call was given.
+void raise_os_error(const std::system_error& e, const std::string& message,
+                    const std::filesystem::path* path) noexcept {
+  const auto& cat = e.code().category();
+  const bool is_errno = cat == std::generic_category() || cat == std::system_category();
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "backslashreplace");
+  if (!text) return;
+  PyObject* args = is_errno ? Py_BuildValue("(iN)", e.code().value(), text) : PyTuple_Pack(1, text);
+  if (!is_errno) Py_DECREF(text);
+  if (!args) return;
+  PyObject* error = PyObject_Call(g_io_error, args, nullptr);
+  Py_DECREF(args);
+  if (!error) return;
+  if (path && !path->empty()) {
+    const std::string& p = path->native();
+    PyObject* name = PyUnicode_DecodeFSDefaultAndSize(p.data(), static_cast<Py_ssize_t>(p.size()));
+    if (name && PyObject_SetAttrString(error, "filename", name) != 0) PyErr_Clear();
+    if (!name) PyErr_Clear();
+    Py_XDECREF(name);
+  }
+  PyErr_SetObject(g_io_error, error);
+  Py_DECREF(error);
+}
+
+/// The C++ name of the exception being handled ("std::out_of_range"), for messages.
+std::string current_exception_type() {
+#if defined(__GNUG__)
+  if (const std::type_info* t = abi::__cxa_current_exception_type()) {
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(t->name(), nullptr, nullptr, &status), std::free);
+    return status == 0 && name ? name.get() : t->name();
+  }
+#endif
+  return "an unknown C++ exception";
+}
+
+/// Every C++ exception that leaves a call of the module, as one of its typed errors (nanobind
+/// handles its own python_error and builtin exceptions before it asks translators). The
+/// library's own map one to one. Nothing else should escape; when something does (an
+/// exception of LibTorch, the standard library or nanobind that no layer wrapped), the host
+/// still catches corridorkey.Error, with the C++ type named, rather than RuntimeError or
+/// SystemError.
+void translate_exception(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const ConfigError& e) {
+    raise_text(g_config_error, e.what());
+  } catch (const IoError& e) {
+    raise_text(g_io_error, e.what());
+  } catch (const ModelError& e) {
+    raise_text(g_model_error, e.what());
+  } catch (const DeviceError& e) {
+    raise_text(g_device_error, e.what());
+  } catch (const Error& e) {
+    raise_text(g_error, e.what());
+  } catch (const std::filesystem::filesystem_error& e) {
+    raise_os_error(e, e.what(), &e.path1());  // "filesystem error: cannot ...: <why> [path]"
+  } catch (const std::system_error& e) {
+    // A thread that could not start (std::thread), std::ios_base::failure, ...: what() is
+    // only strerror's text, so the type says what failed.
+    raise_os_error(e, current_exception_type() + ": " + e.what(), nullptr);
+  } catch (const std::bad_alloc&) {
+    // As the engine reports running out of memory while keying (ModelError, what to lower).
+    raise_text(g_model_error, "out of host memory (std::bad_alloc): lower img_size, or free memory");
+  } catch (const std::bad_cast&) {
+    // nanobind's cast_error: a Python value this module could not convert to what it needs.
+    raise_text(g_config_error, "a value of a type this call cannot take (" + current_exception_type() + ")");
+  } catch (const std::invalid_argument& e) {  // a number the standard library could not parse
+    raise_text(g_config_error, current_exception_type() + ": " + e.what());
+  } catch (const std::out_of_range& e) {  // ... or that did not fit
+    raise_text(g_config_error, current_exception_type() + ": " + e.what());
+  } catch (const std::exception& e) {
+    raise_text(g_error, current_exception_type() + ": " + e.what());
+  } catch (...) {
+    raise_text(g_error, current_exception_type() + " (no message)");
+  }
+}
+
 /// Error(Exception); ConfigError(Error, ValueError), IoError(Error, OSError): a host that
 /// catches ValueError or OSError catches them too.
 void define_errors(nb::module_& m) {
@@ -67,21 +163,7 @@ void define_errors(nb::module_& m) {
   g_model_error = make("ModelError", PyTuple_Pack(1, g_error),
                        "A checkpoint that is not one, is truncated or does not match its architecture.");
   g_device_error = make("DeviceError", PyTuple_Pack(1, g_error), "A device that does not exist or cannot run the model.");
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const ConfigError& e) {
-      PyErr_SetString(g_config_error, e.what());
-    } catch (const IoError& e) {
-      PyErr_SetString(g_io_error, e.what());
-    } catch (const ModelError& e) {
-      PyErr_SetString(g_model_error, e.what());
-    } catch (const DeviceError& e) {
-      PyErr_SetString(g_device_error, e.what());
-    } catch (const Error& e) {
-      PyErr_SetString(g_error, e.what());
-    }
-  });
+  nb::register_exception_translator(&translate_exception);
 }
 
 // ---- log lines -------------------------------------------------------------------------
@@ -113,7 +195,7 @@ void deliver_log_lines() noexcept {
     if (!g_log_target) continue;
     const nb::object fn = nb::borrow(g_log_target);
     try {
-      fn(line.first, nb::str(line.second.data(), line.second.size()));
+      fn(line.first, text_str(line.second));  // a line may name a non-UTF-8 file
     } catch (nb::python_error& e) {
       e.discard_as_unraisable(fn);  // a handler that raises loses its line, not the work
     } catch (...) {
@@ -231,16 +313,22 @@ bool is_inference_key(const std::string& key) {
 }
 
 /// The profile with the keyword overrides applied (`what` names them in messages).
+/// A keyword's name (any str: **{name: value} takes names that are not identifiers).
+std::string key_text(nb::handle k, const std::string& what) { return str_text(k, what + ": a keyword"); }
+
+/// The profile argument: a profile's name or a YAML file's path (str, bytes, os.PathLike).
+std::string profile_text(nb::handle profile) { return path_text(profile, "profile"); }
+
 EngineOptions profile_with(const std::string& profile, const nb::kwargs& overrides, const std::string& what) {
   EngineOptions o = load_profile(profile);
-  for (auto [k, v] : overrides) set_option(o, nb::cast<std::string>(k), v, what);
+  for (auto [k, v] : overrides) set_option(o, key_text(k, what), v, what);
   return o;
 }
 
-PyModel load_model(nb::object checkpoint, const std::string& profile, nb::object device, nb::object img_size,
+PyModel load_model(nb::object checkpoint, nb::object profile, nb::object device, nb::object img_size,
                    const nb::kwargs& overrides) {
   PyModel m;
-  m.options = profile_with(profile, overrides, "Model.load");
+  m.options = profile_with(profile_text(profile), overrides, "Model.load");
   // None is the bundled demo model; an empty path is a mistake (an unset variable), not a choice.
   if (!checkpoint.is_none()) {
     m.options.checkpoint = path_text(checkpoint, "checkpoint");
@@ -261,7 +349,7 @@ PyModel load_model(nb::object checkpoint, const std::string& profile, nb::object
 PyEngine* make_engine(const PyModel& m, const nb::kwargs& overrides) {
   EngineOptions o = m.options;
   for (auto [k, v] : overrides) {
-    const auto key = nb::cast<std::string>(k);
+    const auto key = key_text(k, "Model.engine");
     for (const auto& f : engine_option_fields())
       if (f.key == key && f.owner == OptionOwner::Model)
         throw ConfigError("Model.engine: '" + key + "' is a Model option (it changes the weights or the process); "
@@ -280,13 +368,13 @@ nb::dict plan_dict(const TunePlan& p) {
   nb::dict d;
   d["origin"] = to_string(p.origin);
   d["trial_ms"] = p.trial_ms;
-  d["cache"] = p.cache_path;
+  d["cache"] = path_str(p.cache_path);
   nb::dict decisions;
   for (const auto& x : p.decisions) {
     nb::dict one;
     one["value"] = to_string(x.value);
     one["source"] = to_string(x.source);
-    one["why"] = x.why;
+    one["why"] = text_str(x.why);
     nb::dict times;
     for (const auto& [name, ms] : x.times_ms) times[name.c_str()] = ms;
     one["times_ms"] = times;
@@ -300,8 +388,8 @@ nb::dict info_dict(const EngineInfo& i) {
   nb::dict d;
   d["device"] = i.device;
   d["arch"] = i.arch;
-  d["checkpoint"] = i.checkpoint;
-  d["profile"] = i.profile;
+  d["checkpoint"] = path_str(i.checkpoint);
+  d["profile"] = path_str(i.profile);  // a name, or the YAML file's path
   d["compile_mode"] = i.compile_mode_effective;
   d["precision"] = i.precision;
   d["attention"] = i.attention;
@@ -309,7 +397,7 @@ nb::dict info_dict(const EngineInfo& i) {
   d["img_size"] = i.img_size;
   d["backbone_size"] = i.backbone_size;
   d["parameters"] = i.parameters;
-  d["notes"] = i.notes;
+  d["notes"] = text_str(i.notes);
   d["plan"] = plan_dict(i.tune);
   return d;
 }
@@ -338,7 +426,7 @@ nb::dict event_dict(const PipelineEvent& e) {
   for (auto [name, text] : {std::pair{"clip", &e.clip}, std::pair{"frame", &e.frame}, std::pair{"file", &e.file},
                             std::pair{"message", &e.message}, std::pair{"checkpoint", &e.checkpoint},
                             std::pair{"screen", &e.screen}})
-    if (!text->empty()) d[name] = *text;
+    if (!text->empty()) d[name] = text == &e.message ? text_str(*text) : path_str(*text);
   d["done"] = e.frames_done;
   d["total"] = e.frames_total;
   if (e.kind == PipelineEvent::Kind::FrameDone) {
@@ -372,7 +460,7 @@ nb::dict summary_dict(const JobSummary& s) {
   d["frames_failed"] = s.frames_failed;
   d["videos_written"] = s.videos_written;
   d["videos_failed"] = s.videos_failed;
-  d["failures"] = s.failures;
+  d["failures"] = text_list(s.failures);
   d["interrupted"] = s.interrupted;
   d["wall_ms"] = s.wall_ms;
   d["infer_wait_ms"] = s.infer_wait_ms;
@@ -381,8 +469,8 @@ nb::dict summary_dict(const JobSummary& s) {
   nb::list models;
   for (const auto& c : s.clip_models) {
     nb::dict one;
-    one["clip"] = c.clip;
-    one["checkpoint"] = c.checkpoint;
+    one["clip"] = path_str(c.clip);
+    one["checkpoint"] = path_str(c.checkpoint);
     one["screen"] = c.screen;
     one["swapped"] = c.swapped;
     models.append(one);
@@ -396,8 +484,8 @@ struct CallbackFailure : std::exception {
   const char* what() const noexcept override { return "the on_event callback raised"; }
 };
 
-nb::dict run_job(nb::object clips, const std::string& profile, nb::object on_event, const nb::kwargs& overrides) {
-  EngineOptions o = load_profile(profile);
+nb::dict run_job(nb::object clips, nb::object profile, nb::object on_event, const nb::kwargs& overrides) {
+  EngineOptions o = load_profile(profile_text(profile));
   InferenceOptions job;
   const bool one = nb::isinstance<nb::str>(clips) || nb::isinstance<nb::bytes>(clips) ||
                    PyObject_HasAttrString(clips.ptr(), "__fspath__");
@@ -411,7 +499,7 @@ nb::dict run_job(nb::object clips, const std::string& profile, nb::object on_eve
     }
   }
   for (auto [k, v] : overrides) {
-    const auto key = nb::cast<std::string>(k);
+    const auto key = key_text(k, "run_inference");
     if (is_inference_key(key)) {
       set_inference_option(job, key, option_text(v, key), "run_inference");
       continue;
@@ -518,11 +606,11 @@ nb::dict system_dict() {
   d["cuda_devices"] = cuda;
   d["mps"] = s.mps;
   d["cpu_threads"] = s.cpu_threads;
-  d["cpu"] = s.cpu.identity();
+  d["cpu"] = text_str(s.cpu.identity());  // /proc/cpuinfo's model name, as the kernel gives it
   d["auto_precision_cpu"] = s.auto_precision_cpu;
   d["auto_precision_cuda"] = s.auto_precision_cuda;
-  d["profile_dir"] = profile_dir();
-  d["default_checkpoint"] = default_checkpoint();
+  d["profile_dir"] = path_str(profile_dir());
+  d["default_checkpoint"] = path_str(default_checkpoint());
   return d;
 }
 
@@ -534,7 +622,8 @@ std::string option_text(nb::handle v, const std::string& key) {
     if (nb::isinstance<nb::list>(x) || nb::isinstance<nb::tuple>(x) || nb::isinstance<nb::dict>(x))
       throw ConfigError(key + ": a nested list or a dict is not a value");
     if (PyObject_HasAttrString(x.ptr(), "__fspath__") || nb::isinstance<nb::bytes>(x)) return path_text(x, key);
-    return nb::cast<std::string>(nb::str(x));
+    // A str as os.fsencode encodes it: a path given as os.fsdecode's str keeps its bytes.
+    return str_text(nb::isinstance<nb::str>(x) ? nb::object(nb::borrow(x)) : nb::object(nb::str(x)), key);
   };
   if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {  // one level: outputs=("matte", "comp")
     std::string s;
@@ -544,16 +633,81 @@ std::string option_text(nb::handle v, const std::string& key) {
   return scalar(v);
 }
 
+namespace {
+
+/// A Python value named in a message: its repr, as the message's text.
+std::string repr_text(nb::handle v) {
+  PyObject* r = PyObject_Repr(v.ptr());
+  if (!r) {
+    PyErr_Clear();
+    return "a " + std::string(Py_TYPE(v.ptr())->tp_name);
+  }
+  // repr() escapes what is not printable, lone surrogates included: it is UTF-8 clean.
+  Py_ssize_t n = 0;
+  const char* u = PyUnicode_AsUTF8AndSize(r, &n);
+  std::string s = u ? std::string(u, static_cast<size_t>(n)) : std::string("a ") + Py_TYPE(v.ptr())->tp_name;
+  if (!u) PyErr_Clear();
+  Py_DECREF(r);
+  return s;
+}
+
+/// The bytes of a str as os.fsencode gives them (the filesystem encoding, surrogateescape).
+std::optional<std::string> fs_encoded(PyObject* str) {
+  PyObject* b = PyUnicode_EncodeFSDefault(str);
+  if (!b) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  std::string s(PyBytes_AS_STRING(b), static_cast<size_t>(PyBytes_GET_SIZE(b)));
+  Py_DECREF(b);
+  return s;
+}
+
+}  // namespace
+
+std::string str_text(nb::handle v, const std::string& what) {
+  auto s = fs_encoded(v.ptr());
+  if (!s) throw ConfigError(what + ": " + repr_text(v) + " cannot be encoded as the filesystem encodes names (os.fsencode)");
+  return *s;
+}
+
 std::string path_text(nb::handle v, const std::string& what) {
-  const nb::module_ os = nb::module_::import_("os");
+  // os.fspath: str and bytes as they are, __fspath__ for os.PathLike; TypeError for the rest.
+  PyObject* p = PyOS_FSPath(v.ptr());
+  if (!p) {
+    PyErr_Clear();
+    throw ConfigError(what + ": not a path (str, bytes or os.PathLike): " + repr_text(v));
+  }
+  const nb::object path = nb::steal(p);
   std::string s;
-  try {
-    s = nb::cast<std::string>(os.attr("fsdecode")(os.attr("fspath")(v)));
-  } catch (nb::python_error&) {
-    throw ConfigError(what + ": not a path (str, bytes or os.PathLike)");
+  if (PyBytes_Check(p)) {
+    s.assign(PyBytes_AS_STRING(p), static_cast<size_t>(PyBytes_GET_SIZE(p)));
+  } else if (auto encoded = fs_encoded(p)) {
+    s = std::move(*encoded);
+  } else {
+    throw ConfigError(what + ": " + repr_text(path) + " cannot be encoded as the filesystem encodes names (os.fsencode)");
   }
   if (s.find('\0') != std::string::npos) throw ConfigError(what + ": the path holds a NUL character");
   return s;
+}
+
+nb::str path_str(const std::string& path) {
+  PyObject* s = PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size()));
+  if (s) return nb::steal<nb::str>(s);
+  PyErr_Clear();  // not decodable even with surrogateescape (a non-POSIX encoding): shown as text
+  return text_str(path);
+}
+
+nb::str text_str(const std::string& text) {
+  PyObject* s = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace");
+  if (!s) throw nb::python_error();  // MemoryError
+  return nb::steal<nb::str>(s);
+}
+
+nb::list text_list(const std::vector<std::string>& texts) {
+  nb::list l;
+  for (const auto& t : texts) l.append(text_str(t));
+  return l;
 }
 
 void set_option(EngineOptions& o, const std::string& key, nb::handle value, const std::string& source) {
@@ -583,14 +737,14 @@ NB_MODULE(_corridorkey, m) {
                   "made for img_size here.")
       .def("engine", &make_engine, nb::arg("engine_overrides"), nb::rv_policy::take_ownership,
            "An engine on these weights; overrides are engine settings (img_size, backbone_size, despill, ...).")
-      .def_prop_ro("checkpoint", [](const PyModel& p) { return p.model->checkpoint(); })
+      .def_prop_ro("checkpoint", [](const PyModel& p) { return path_str(p.model->checkpoint()); })
       .def_prop_ro("arch", [](const PyModel& p) { return p.model->arch(); })
       .def_prop_ro("device", [](const PyModel& p) { return p.model->device(); })
       .def_prop_ro("img_size", [](const PyModel& p) { return p.model->img_size(); })
       .def_prop_ro("parameters", [](const PyModel& p) { return p.model->parameters(); })
       .def("__repr__", [](const PyModel& p) {
-        return "<corridorkey.Model " + p.model->arch() + " from " + p.model->checkpoint() + " on " +
-               p.model->device() + ">";
+        return text_str("<corridorkey.Model " + p.model->arch() + " from " + p.model->checkpoint() + " on " +
+                        p.model->device() + ">");
       });
 
   auto engine = nb::class_<PyEngine>(m, "Engine", "Keys frames on a Model's weights. Calls on one engine "
