@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "option_args.h"
 
 #include <corridorkey/bench.h>
 #include <corridorkey/check.h>
@@ -52,17 +53,17 @@ void add_bench(CLI::App& app, int& exit_code) {
   auto random = std::make_shared<bool>(false);
   auto json = std::make_shared<bool>(false);
   auto profiles = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("--checkpoint", b->checkpoint, ".safetensors, .pth or TorchScript file, or a folder");
+  non_empty_path(cmd->add_option("--checkpoint", b->checkpoint, ".safetensors, .pth or TorchScript file, or a folder"));
   cmd->add_flag("--random-weights", *random, "seeded random weights instead of a checkpoint");
   cmd->add_option("--arch", b->random_arch, "architecture for --random-weights (hiera_base_plus | small | tiny)")
       ->capture_default_str();
   b->random_arch = "hiera_base_plus";
   cmd->add_option("--img-size", b->img_size, "model resolution (multiple of 32)")->capture_default_str();
-  cmd->add_option("--profile", *profiles, "profile to run, NAME or NAME:field=value[,...], or a PyTorch eager row: reference, reference-5d, reference-fast, reference-upstream (needs --reference-dir) (repeat; the first row is the base of ratio and drift)")
+  non_empty_path(cmd->add_option("--profile", *profiles, "profile to run, NAME or NAME:field=value[,...], or a PyTorch eager row: reference, reference-5d, reference-fast, reference-upstream (needs --reference-dir) (repeat; the first row is the base of ratio and drift)"))
       ->take_all();
-  cmd->add_option("--reference-dir", b->reference_dir,
-                  "a CorridorKey checkout: adds the row reference-upstream (its own GreenFormer "
-                  "and forward, same weights and input) unless --profile lists it");
+  non_empty_path(cmd->add_option("--reference-dir", b->reference_dir,
+                                 "a CorridorKey checkout: adds the row reference-upstream (its own GreenFormer "
+                                 "and forward, same weights and input) unless --profile lists it"));
   cmd->add_option("--frames", b->frames, "timed frames per profile")->capture_default_str();
   cmd->add_option("--warmup", b->warmup, "untimed frames first")->capture_default_str();
   cmd->add_option("--seed", b->seed, "input / weight seed")->capture_default_str();
@@ -94,10 +95,10 @@ void add_bench(CLI::App& app, int& exit_code) {
                   "(self time; shows e.g. that convolutions run through oneDNN)");
   auto load = std::make_shared<std::vector<std::string>>();
   auto mmap = std::make_shared<std::string>("on");
-  cmd->add_option("--load", *load,
-                  "time checkpoint loading instead: each file (or folder), interleaved --frames "
-                  "times: parse to tensors, then a whole engine of the first --profile (default "
-                  "original) with its peak RSS growth")
+  non_empty_path(cmd->add_option("--load", *load,
+                                 "time checkpoint loading instead: each file (or folder), interleaved --frames "
+                                 "times: parse to tensors, then a whole engine of the first --profile (default "
+                                 "original) with its peak RSS growth"))
       ->take_all();
   cmd->add_option("--mmap", *mmap, "--load: safetensors mapped (on) or read (off)")
       ->check(CLI::IsMember({"on", "off"}))

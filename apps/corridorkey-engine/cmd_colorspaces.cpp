@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "option_args.h"
 
 #include <corridorkey/colour.h>
 
@@ -16,7 +17,7 @@ void add_colorspaces(CLI::App& app, int& exit_code) {
                      "--fg-colorspace take: built in, and from the OCIO config");
   auto config = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("--ocio-config", *config, "OCIO config whose colour spaces to list too (default: $OCIO)");
+  non_empty_path(cmd->add_option("--ocio-config", *config, "OCIO config whose colour spaces to list too (default: $OCIO)"));
   cmd->add_flag("--json", *json, "machine-readable output");
   cmd->callback([config, json, &exit_code] {
     const auto spaces = list_colour_spaces(*config);  // ConfigError: exit 2, naming the file

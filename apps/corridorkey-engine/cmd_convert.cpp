@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "option_args.h"
 
 #include <corridorkey/checkpoint.h>
 
@@ -20,8 +21,8 @@ void add_convert(CLI::App& app, int& exit_code) {
   auto in = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("input", *in, "checkpoint file or folder")->required();
-  cmd->add_option("output", *out, "the .safetensors file to write")->required();
+  non_empty_path(cmd->add_option("input", *in, "checkpoint file or folder"))->required();
+  non_empty_path(cmd->add_option("output", *out, "the .safetensors file to write"))->required();
   cmd->add_flag("--json", *json, "machine-readable report");
   cmd->callback([in, out, json, &exit_code] {
     const auto r = convert_checkpoint(*in, *out);

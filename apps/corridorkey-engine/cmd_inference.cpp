@@ -40,7 +40,7 @@ void add_inference(CLI::App& app, int& exit_code) {
   add_inference_flags(cmd, args);
   auto json = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
-  cmd->add_option("paths", *paths, "clip folder(s) or folder(s) of clips")->required();
+  non_empty_path(cmd->add_option("paths", *paths, "clip folder(s) or folder(s) of clips"))->required();
   cmd->add_flag("--json", *json, "NDJSON events on stdout");
   cmd->add_flag("--quiet", *quiet, "no progress bar or summary");
 

@@ -38,7 +38,9 @@ void add_info(CLI::App& app, int& exit_code) {
                                      {"total_memory_bytes", d.total_memory_bytes},
                                      {"compute_capability", std::to_string(d.compute_major) +
                                                                 "." + std::to_string(d.compute_minor)}});
-      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      // ensure_ascii: plan keys come from files (`tune --import`); every control character
+      // (DEL and C1 too) and every non-ASCII one is written as \uXXXX, none raw.
+      std::cout << j.dump(2, ' ', true, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::printf("corridorkey-engine %s\n", s.engine_version.c_str());
       std::printf("LibTorch          %s (wheel CUDA %s)\n", s.torch_version.c_str(),

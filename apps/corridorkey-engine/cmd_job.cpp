@@ -1,10 +1,12 @@
 #include "commands.h"
+#include "option_args.h"
 #include "event_stream.h"
 #include "export_file.h"
 #include "stop_signals.h"
 
 #include <corridorkey/check.h>
 #include <corridorkey/job.h>
+#include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
 #include <corridorkey/tune.h>
 
@@ -59,7 +61,7 @@ void add_job(CLI::App& app, int& exit_code) {
   auto file = std::make_shared<std::string>();
 
   auto* validate = job->add_subcommand("validate", "check a job file (errors name the key and line)");
-  validate->add_option("job", *file, "job YAML")->required();
+  non_empty_path(validate->add_option("job", *file, "job YAML"))->required();
   validate->callback([file, &exit_code] {
     const auto j = load_job(*file);
     const auto frames = job_frames(j);
@@ -72,7 +74,7 @@ void add_job(CLI::App& app, int& exit_code) {
 
   auto* plan = job->add_subcommand("plan", "print the chunks: clip, frame range, output folder");
   auto chunks_n = std::make_shared<int>(0);
-  plan->add_option("job", *file, "job YAML")->required();
+  non_empty_path(plan->add_option("job", *file, "job YAML"))->required();
   plan->add_option("--chunks", *chunks_n, "split into N chunks (default: by chunk_size)");
   plan->callback([file, chunks_n, &exit_code] {
     const auto j = load_job(*file);
@@ -98,7 +100,8 @@ void add_job(CLI::App& app, int& exit_code) {
         else {
           std::printf("plan cache: %s has no plan for this configuration; the nearest differs in:\n",
                       st.cache.c_str());
-          for (const auto& d : st.differs) std::printf("  %s\n", d.c_str());
+          // The cached side of each part is a file's text (`tune --import`).
+          for (const auto& d : st.differs) std::printf("  %s\n", printable_text(d).c_str());
         }
       } catch (const Error& e) {
         std::printf("plan cache: not read (%s)\n", e.what());
@@ -125,7 +128,7 @@ void add_job(CLI::App& app, int& exit_code) {
   auto frames = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
-  run->add_option("job", *file, "job YAML")->required();
+  non_empty_path(run->add_option("job", *file, "job YAML"))->required();
   run->add_option("--chunk", *chunk, "I/N: the I-th of N chunks (1-based)");
   run->add_option("--clip", *clip, "only this clip (chunks then count that clip's frames)");
   run->add_option("--frames", *frames, "A-B[,C-D]: these frames of every selected clip");
@@ -136,12 +139,14 @@ void add_job(CLI::App& app, int& exit_code) {
                   "model_precision for this chunk (job export pins the planning machine's, so "
                   "that chunks on different node types give the same matte)");
   auto tune_cache = std::make_shared<std::string>();
-  run->add_option("--tune-cache", *tune_cache,
-                  "the plan cache for this run (a folder on the shared filesystem, or a .json file); "
-                  "job export passes the job's tune_cache");
+  non_empty_path(run->add_option("--tune-cache", *tune_cache,
+                                 "the plan cache for this run (a folder on the shared filesystem, or a .json file); "
+                                 "job export passes the job's tune_cache"));
   run->callback([=, &exit_code] {
     auto j = load_job(*file);
-    if (!tune_cache->empty()) set_profile_field(j.engine, "tune_cache", *tune_cache, "--tune-cache");
+    // tune_cache is a run-level field, not a profile key: set_profile_field refused it, and
+    // every chunk `job export` wrote with --tune-cache failed.
+    if (!tune_cache->empty()) set_engine_option(j.engine, "tune_cache", *tune_cache, "--tune-cache");
     if (!precision->empty()) set_profile_field(j.engine, "model_precision", *precision, "--precision");
     else if (!chunk->empty() && j.engine.model_precision == Precision::Auto && j.engine.tune != TuneMode::Off)
       std::fprintf(stderr, "warning: %s: model_precision auto in a chunk: this node's measured plan "
@@ -209,10 +214,10 @@ void add_job(CLI::App& app, int& exit_code) {
   auto to = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
   auto log_dir = std::make_shared<std::string>();
-  exp->add_option("job", *file, "job YAML")->required();
+  non_empty_path(exp->add_option("job", *file, "job YAML"))->required();
   exp->add_option("--to", *to, "openjd | slurm")->required();
-  exp->add_option("-o,--output", *out, "file to write (default: stdout)");
-  exp->add_option("--log-dir", *log_dir, "slurm: folder for the tasks' logs (default: the job's folder)");
+  non_empty_path(exp->add_option("-o,--output", *out, "file to write (default: stdout)"));
+  non_empty_path(exp->add_option("--log-dir", *log_dir, "slurm: folder for the tasks' logs (default: the job's folder)"));
   exp->callback([=, &exit_code] {
     auto j = load_job(*file);
     const auto jf = job_frames(j);

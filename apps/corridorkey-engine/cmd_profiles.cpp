@@ -26,7 +26,7 @@ void add_profiles(CLI::App& app, int& exit_code) {
   });
   auto* show = cmd->add_subcommand("show", "print the options a profile resolves to after overrides");
   auto name = std::make_shared<std::string>();
-  show->add_option("name", *name, "profile name or path")->required();
+  non_empty_path(show->add_option("name", *name, "profile name or path"))->required();
   auto args = add_engine_flags(show, "original", /*run_fields=*/false);
   show->callback([name, args, &exit_code] {
     args->profile = *name;

@@ -29,17 +29,17 @@ void add_review(CLI::App& app, int& exit_code) {
   auto args = add_engine_flags(cmd, "optimized", /*run_fields=*/true);
   auto c = std::make_shared<review::ReviewConfig>();
   auto cache_mb = std::make_shared<int64_t>(1024);
-  cmd->add_option("paths", c->roots, "clip folder(s) or folder(s) of clips, as inference takes them")->required();
+  non_empty_path(cmd->add_option("paths", c->roots, "clip folder(s) or folder(s) of clips, as inference takes them"))->required();
   cmd->add_option("--listen", c->listen, "tcp:127.0.0.1:PORT or tcp:[::1]:PORT (loopback only; port 0 "
                                          "picks a free one)")
       ->capture_default_str();
-  cmd->add_option("--output-root", c->output_root,
-                  "the outputs are in DIR/<clip>/ (inference --output-root), not <clip>/Output/");
-  cmd->add_option("--compare-root", c->compare_root,
-                  "side B: another output root (DIR/<clip>/), for the wipe, |A - B| and the mattes' MSE");
+  non_empty_path(cmd->add_option("--output-root", c->output_root,
+                                 "the outputs are in DIR/<clip>/ (inference --output-root), not <clip>/Output/"));
+  non_empty_path(cmd->add_option("--compare-root", c->compare_root,
+                                 "side B: another output root (DIR/<clip>/), for the wipe, |A - B| and the mattes' MSE"));
   cmd->add_option("--input-colorspace", c->input_colorspace,
                   "plates of clips without run.json: their colour space (as inference; default srgb, or auto)");
-  cmd->add_option("--ocio-config", c->ocio_config, "OCIO config for its displays and views (default $OCIO)");
+  non_empty_path(cmd->add_option("--ocio-config", c->ocio_config, "OCIO config for its displays and views (default $OCIO)"));
   cmd->add_option("--cache-mb", *cache_mb, "decoded frames and previews kept in memory (LRU), MiB")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 20))->capture_default_str();
   cmd->callback([args, c, cache_mb, &exit_code] {

@@ -27,11 +27,11 @@ void add_serve(CLI::App& app, int& exit_code) {
   };
   auto f = std::make_shared<Flags>();
   auto* stdio = cmd->add_flag("--stdio", f->stdio, "requests on stdin, replies on stdout (the default)");
-  cmd->add_option("--listen", f->listen, "unix:PATH (a socket, mode 0600) or tcp:127.0.0.1:PORT "
-                                         "(loopback only, needs --token-file)")
+  non_empty_path(cmd->add_option("--listen", f->listen, "unix:PATH (a socket, mode 0600) or tcp:127.0.0.1:PORT "
+                                                        "(loopback only, needs --token-file)"))
       ->excludes(stdio);
-  cmd->add_option("--token-file", f->token_file,
-                  "tcp: the token clients must send in server.auth is written here (mode 0600)");
+  non_empty_path(cmd->add_option("--token-file", f->token_file,
+                                 "tcp: the token clients must send in server.auth is written here (mode 0600)"));
   cmd->add_option("--max-request-mb", f->max_request_mb, "longest request line, MiB")
       ->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("--cache-mb", f->cache_mb, "raw model outputs kept for frame.repost (LRU), MiB")

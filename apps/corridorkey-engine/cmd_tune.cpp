@@ -13,11 +13,15 @@
 namespace corridorkey::cli {
 
 void print_tune_plans(const char* prefix) {
+  // Keys and reasons come from files (`tune --import`): printed through printable_text, so
+  // that none sets the terminal's title or starts a line of its own.
   for (const auto& [key, summary] : tune_cache_entries()) {
-    std::printf("%s%s\n", prefix, key.c_str());
+    std::printf("%s%s\n", prefix, printable_text(key).c_str());
     size_t start = 0;
     for (size_t nl; (nl = summary.find('\n', start)) != std::string::npos; start = nl + 1)
-      std::printf("%s  %s\n", prefix, summary.substr(start, nl - start).c_str());
+      std::printf("%s  %s\n", prefix, printable_text(summary.substr(start, nl - start)).c_str());
+    if (start < summary.size())  // an entry saying the cache is not usable has no newline
+      std::printf("%s  %s\n", prefix, printable_text(summary.substr(start)).c_str());
   }
 }
 
@@ -29,11 +33,11 @@ void add_tune(CLI::App& app, int& exit_code) {
   auto refresh = std::make_shared<bool>(false);
   cmd->add_flag("--refresh", *refresh, "time again even when the plan is cached (same as --tune refresh)");
   auto export_to = std::make_shared<std::string>(), import_from = std::make_shared<std::string>();
-  cmd->add_option("--export", *export_to,
-                  "copy every cached plan into FILE (a .json file or a folder) and time nothing: "
-                  "plans move between caches keyed by CPU identity, threads and configuration");
-  cmd->add_option("--import", *import_from,
-                  "copy every plan of FILE (a cache file or folder) into this cache and time nothing");
+  non_empty_path(cmd->add_option("--export", *export_to,
+                                 "copy every cached plan into FILE (a .json file or a folder) and time nothing: "
+                                 "plans move between caches keyed by CPU identity, threads and configuration"));
+  non_empty_path(cmd->add_option("--import", *import_from,
+                                 "copy every plan of FILE (a cache file or folder) into this cache and time nothing"));
   cmd->callback([args, refresh, export_to, import_from, &exit_code] {
     auto o = args->engine();
     if (!export_to->empty() || !import_from->empty()) {
@@ -66,7 +70,7 @@ void add_tune(CLI::App& app, int& exit_code) {
     if (p.trial_ms > 0) std::printf(" (trials took %.0f ms)", p.trial_ms);
     std::printf("\n");
     std::printf("cache: %s\nkey: %s\n", p.cache_path.empty() ? "none (no cache folder)" : p.cache_path.c_str(),
-                p.key.c_str());
+                printable_text(p.key).c_str());
     std::printf("%s", p.summary().c_str());
     const auto* lin = p.find(TuneOption::OnednnLinear);  // float32 CPU runs only
     const auto* wc = p.find(TuneOption::WinogradConv);  // float32 CPU runs only

@@ -1,4 +1,5 @@
 #include "commands.h"
+#include "option_args.h"
 
 #include <corridorkey/verify.h>
 
@@ -30,7 +31,7 @@ void add_verify(CLI::App& app, int& exit_code) {
                 "info read checkpoints as data and run nothing from them)");
   auto opt = std::make_shared<VerifyOptions>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("--checkpoint", opt->checkpoint, "TorchScript archive or CorridorKey .pth")
+  non_empty_path(cmd->add_option("--checkpoint", opt->checkpoint, "TorchScript archive or CorridorKey .pth"))
       ->required();
   cmd->add_option("--img-size", opt->img_size, "model resolution (multiple of 32; 0 = checkpoint's)");
   cmd->add_option("--device", opt->device, "auto|cpu|cuda|cuda:N|mps")->capture_default_str();

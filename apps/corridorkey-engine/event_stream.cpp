@@ -58,13 +58,18 @@ void append_string(std::string& out, const std::string& s) {
         case '\b': out += "\\b"; break;
         case '\f': out += "\\f"; break;
         default:
-          if (c < 0x20) {
+          if (c < 0x20 || c == 0x7f) {  // DEL too: no control character reaches a terminal raw
             std::snprintf(buf, sizeof buf, "\\u%04x", c);
             out += buf;
           } else {
             out += static_cast<char>(c);
           }
       }
+    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+      // U+0080-U+009F, the C1 controls (some terminals take U+009B for ESC [): escaped, as
+      // JSON allows, so a plan key or a name read from a file cannot drive a terminal.
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(s[i + 1]));
+      out += buf;
     } else {
       out.append(s, i, n);
     }

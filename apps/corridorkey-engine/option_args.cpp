@@ -52,6 +52,7 @@ void add_field(CLI::App* cmd, const OptionInfo& f, std::vector<OptionArgs::Set>&
                            f.help + " (" + f.allowed + ") [default: " +
                                (dflt.empty() ? "none" : dflt) + "]")
                        ->type_name("VALUE"));
+    if (f.is_path) non_empty_path(opts.back());
   }
   for (const auto& [flag, value] : f.shortcuts) {
     const std::string fl = flag, v = value;
@@ -70,6 +71,16 @@ void check_conflicts(const std::vector<OptionArgs::Set>& sets) {
 }
 
 }  // namespace
+
+CLI::Option* non_empty_path(CLI::Option* o) {
+  // A validator runs on every value given, "" included (CLI11 skips it only for flags).
+  return o->check(CLI::Validator(
+      [](std::string& v) {
+        return v.empty() ? std::string("an empty path; give a file or folder (an unset variable in \"$VAR\"?)")
+                         : std::string();
+      },
+      "", "non-empty path"));
+}
 
 EngineOptions OptionArgs::engine() const {
   check_conflicts(engine_sets);
@@ -92,8 +103,8 @@ std::shared_ptr<OptionArgs> add_engine_flags(CLI::App* cmd, const std::string& d
                                              bool run_fields) {
   auto a = std::make_shared<OptionArgs>();
   a->profile = default_profile;
-  cmd->add_option("--profile", a->profile,
-                  "original | optimized | performance | experimental | draft | path/to/profile.yaml")
+  non_empty_path(cmd->add_option("--profile", a->profile,
+                                 "original | optimized | performance | experimental | draft | path/to/profile.yaml"))
       ->capture_default_str()
       ->group("Profile");
   for (const auto& f : engine_option_fields())

@@ -31,6 +31,11 @@ struct OptionArgs {
   InferenceOptions inference(const std::vector<std::string>& paths) const;
 };
 
+/// `o` (an option or positional that takes a file or folder path) refusing an empty value:
+/// a usage error naming the flag (exit 2). `tune --export "$OUT"` with OUT unset ran a full
+/// tune and wrote into the cache instead of failing.
+CLI::Option* non_empty_path(CLI::Option* o);
+
 /// --profile plus a flag per Profile-scope field of EngineOptions and, when `run_fields`,
 /// per Run-scope field (checkpoint, device, img_size, despill, ...).
 std::shared_ptr<OptionArgs> add_engine_flags(CLI::App* cmd, const std::string& default_profile,

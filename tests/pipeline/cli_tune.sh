@@ -180,4 +180,7 @@ import json, sys; r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-
 assert r['gemm']['cached'] is False and 'left as it is' in r['notes'], r" "$work/r3.json" \
   || fail "a foreign rate file was used, or not said: $(cat "$work/r3.json")"
 [ "$(cat "$rates/$rate")" = "my notes" ] || fail "a foreign rate file was replaced"
+# 10. (issue 47) the cache never outgrows its reader, dead writers' files go, keys and reasons
+#     print escaped, empty path flags are usage errors, deep JSON is refused: its own script
+sh "$(dirname "$0")/cli_plan_cache.sh" "$cli" "$work/plan_cache" "$fx" "$py" || fail "plan cache (above)"
 echo "cli tune: ok"

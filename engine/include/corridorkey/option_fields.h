@@ -49,6 +49,10 @@ struct OptionInfo {
   /// Part of model_key(): two Models differing in it hold different weights (every
   /// ModelOptions field but the process-wide ones, mmap and checkpoint_blue).
   bool in_model_key = false;
+  /// A file or folder path: an empty value given to its flag is a usage error naming the
+  /// flag (`--tune-cache "$UNSET"` wrote into the default cache). In a profile or job file
+  /// an empty value keeps its meaning (the default).
+  bool is_path = false;
 };
 
 /// EngineOptions fields (Profile and Run scope), in table order.

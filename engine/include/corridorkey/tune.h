@@ -79,7 +79,8 @@ struct CORRIDORKEY_API TunePlan {
   std::vector<TuneDecision> decisions;
 
   const TuneDecision* find(TuneOption option) const;
-  /// One line per decision: "model_precision float32 (plan: float32 9400 ms, bfloat16 ...)".
+  /// One line per decision: "model_precision float32 (plan: float32 9400 ms, bfloat16 ...)";
+  /// reasons and candidate names through printable_text (no line of it is a file's).
   std::string summary() const;
 };
 
@@ -92,6 +93,13 @@ struct CORRIDORKEY_API TunePlan {
 /// warning. Its lock and temporary files are named .corridorkey-engine-tune.* in its folder.
 CORRIDORKEY_API std::string tune_cache_path();
 
+/// `s` fit for a terminal: every control character (C0, DEL, C1) and every byte that is not
+/// UTF-8 written as \xNN. Plan keys and reasons come from files (`tune --import`), and a key
+/// holding ESC ]0;...BEL and a newline set the terminal's title and forged a line of `info`:
+/// `info`, `tune`, `profiles show` and `job plan` print them through this, and summary()
+/// uses it for each reason and candidate name.
+CORRIDORKEY_API std::string printable_text(const std::string& s);
+
 /// The cached plans (key, one-line summary), for `info` and `profiles show`. A missing file
 /// is an empty list; a corrupt one is one entry saying so. The second form reads the cache
 /// at `path` (ModelOptions::tune_cache: a folder or a .json file).
@@ -101,8 +109,11 @@ CORRIDORKEY_API std::vector<std::pair<std::string, std::string>> tune_cache_entr
 /// Copies every plan of the cache at `from` into the cache at `to` (each a folder or a .json
 /// file; `tune --export` / `--import`), keys unchanged: a plan is used only where its key
 /// (CPU identity, threads, LibTorch, engine version, model and size) matches. Returns how
-/// many were stored. IoError when `from` holds no readable cache, or a plan cannot be
-/// written to `to` (a file there that is not a cache is left as it is).
+/// many were stored. One read and one write of a single-file `to` (a folder gets one file
+/// per plan). IoError when `from` holds no readable cache, or the plans cannot be written
+/// to `to` (a file there that is not a cache is left as it is); an import that would make
+/// a single-file cache (or a plan file) larger than its reader accepts (8 MiB) is refused
+/// whole, nothing written.
 CORRIDORKEY_API int copy_tune_plans(const std::string& from, const std::string& to);
 
 /// Whether this machine's cache holds the plan a job's options would use (`job plan`).

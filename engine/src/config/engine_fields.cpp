@@ -154,17 +154,17 @@ std::vector<Field<O>> rows() {
       "measured plan: off (flag rules), auto (timed trials on first use of this machine and "
       "configuration, cached in tune_cache), refresh (trials again), cache-only (a cached plan "
       "or the flag rules; never times)"));
-  r.push_back(outside_model_key(text_row<O>(
+  r.push_back(outside_model_key(path_row<O>(
       "tune_cache", R, &O::tune_cache,
       "where measured plans are cached: a folder (one file per plan, no lock: for a shared "
       "filesystem) or a .json file (empty: CORRIDORKEY_TUNE_CACHE or ~/.cache)",
       "a folder or .json file path")));
   r.push_back(backbone_row());
-  r.push_back(text_row<O>("checkpoint", R, &O::checkpoint,
+  r.push_back(path_row<O>("checkpoint", R, &O::checkpoint,
                           ".safetensors, .pth or TorchScript file, or a folder holding one "
                           "(empty: the bundled model)",
                           "a file or folder path"));
-  r.push_back(outside_model_key(text_row<O>("checkpoint_blue", R, &O::checkpoint_blue,
+  r.push_back(outside_model_key(path_row<O>("checkpoint_blue", R, &O::checkpoint_blue,
                                             "blue-screen model (file or folder): keys blue-backing clips "
                                             "without the green/blue swap (empty: swap around the main model)",
                                             "a file or folder path")));
@@ -185,7 +185,7 @@ std::vector<Field<O>> rows() {
                                   "model resolution, a multiple of 32 (0 = the checkpoint's)",
                                   "0 or a multiple of 32 in 32..16384",
                                   [](long long x) { return x % 32 == 0; }));
-  r.push_back(text_row<O>("aoti_package", R, &O::aoti_package,
+  r.push_back(path_row<O>("aoti_package", R, &O::aoti_package,
                           "AOTInductor package (.pt2) for compile_mode default/max-autotune",
                           "a file path"));
   r.push_back(real_row<O>("despill", R, &O::despill_strength,

@@ -154,7 +154,7 @@ std::vector<Field<O>> rows() {
                             return v.empty() || (colour_name_syntax(v) && k != std::string::npos &&
                                                  k > 0 && k + 1 < v.size());
                           }));
-  r.push_back(text_row<O>("ocio_config", I, &O::ocio_config,
+  r.push_back(path_row<O>("ocio_config", I, &O::ocio_config,
                           "OpenColorIO config for colour space names that are not built in "
                           "(default: $OCIO; never consulted for built-in names)",
                           "a config file"));
@@ -200,7 +200,7 @@ std::vector<Field<O>> rows() {
                                   "0 (auto) or MiB in 1..16777216"));
   r.push_back(int_row<O, int>("io_nice", I, &O::io_nice, 0, 19,
                               "nice level of reader/writer threads, so inference keeps the cores"));
-  r.push_back(text_row<O>("output_root", I, &O::output_root,
+  r.push_back(path_row<O>("output_root", I, &O::output_root,
                           "write <output_root>/<clip>/ instead of <clip>/Output/", "a folder"));
   return r;
 }

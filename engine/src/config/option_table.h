@@ -213,6 +213,14 @@ Field<T> text_row(const char* key, OptionScope scope, std::string B::*m, const c
   return owned<B>(f);
 }
 
+/// A file or folder path (OptionInfo::is_path): free text, checked when it is opened.
+template <class T, class B = T>
+Field<T> path_row(const char* key, OptionScope scope, std::string B::*m, const char* help, const char* allowed) {
+  auto f = text_row<T, B>(key, scope, m, help, allowed);
+  f.info.is_path = true;
+  return f;
+}
+
 /// Adds value-taking flag spellings (e.g. --precision for model_precision).
 template <class T>
 Field<T> with_aliases(Field<T> f, std::vector<std::string> aliases) {

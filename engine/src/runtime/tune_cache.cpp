@@ -3,6 +3,7 @@
 #include <corridorkey/check.h>
 
 #include "model/json_reader.h"
+#include "runtime/tune_cache_files.h"
 
 #include <algorithm>
 #include <atomic>
@@ -91,9 +92,9 @@ std::string TunePlan::summary() const {
   s.imbue(std::locale::classic());  // numbers in every locale
   for (const auto& d : decisions) {
     s << to_string(d.option) << " " << to_string(d.value) << " (" << to_string(d.source);
-    if (!d.why.empty()) s << ": " << d.why;
+    if (!d.why.empty()) s << ": " << printable_text(d.why);  // a file's words: one line, no escapes
     for (size_t i = 0; i < d.times_ms.size(); ++i) {
-      s << (i == 0 && d.why.empty() ? ": " : ", ") << d.times_ms[i].first << " ";
+      s << (i == 0 && d.why.empty() ? ": " : ", ") << printable_text(d.times_ms[i].first) << " ";
       if (std::isfinite(d.times_ms[i].second))
         s << static_cast<long long>(d.times_ms[i].second + 0.5) << " ms";
       else
@@ -270,7 +271,8 @@ std::string read_text(const std::string& path, FileState& st) {
   if (::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
     st.error = S_ISDIR(sb.st_mode) ? "is a directory" : "is not a regular file";
   } else if (static_cast<uint64_t>(sb.st_size) > kMaxCacheBytes) {
-    st.error = "is " + std::to_string(sb.st_size >> 20) + " MiB, over the 8 MiB a cache may be";
+    st.error = "is " + std::to_string(sb.st_size) + " bytes, over the " + std::to_string(kMaxCacheBytes) +
+               " (8 MiB) a cache file may be";
   } else {
     // Permission bits only: a set-user-ID, set-group-ID or sticky bit on a cache file is a
     // mistake or a plant, never carried onto the file written in its place.
@@ -348,37 +350,6 @@ FileState read_file(const std::string& path) {
   return st;
 }
 
-/// The engine's own names in the cache's folder: its lock file and its temporary files.
-/// Never a name derived from the cache file's (which could be any file the user named).
-std::string lock_path(const std::filesystem::path& dir) {
-  return (dir / ".corridorkey-engine-tune.lock").string();
-}
-std::string temp_template(const std::filesystem::path& dir) {
-  return (dir / ".corridorkey-engine-tune.XXXXXX").string();
-}
-
-/// flock on the folder's lock file for the read-modify-write. A filesystem that refuses
-/// locks (ENOLCK / EOPNOTSUPP on some network mounts) still gets an atomic rename: the file
-/// is always valid, though one of two simultaneous writers' plans may be lost (and re-timed).
-/// A lock path that is not a regular file (a link, a FIFO) is not used: no lock, same rename.
-class FileLock {
- public:
-  explicit FileLock(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-    struct stat sb{};
-    if (fd_ >= 0 && (::fstat(fd_, &sb) != 0 || !S_ISREG(sb.st_mode) || ::flock(fd_, LOCK_EX) != 0)) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~FileLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
- private:
-  int fd_ = -1;
-};
-
 /// Why the file at `path` may not be replaced ("" when it may): only a missing file, or a
 /// regular, writable file in this engine's format, is ever replaced.
 std::string refusal(const FileState& st) {
@@ -410,16 +381,25 @@ std::optional<TunePlan> file_load(const std::string& path, const std::string& ke
   return std::nullopt;
 }
 
-/// Writes `text` to `path` through a fresh temporary name in `folder` (mkstemp: never a file
-/// or link someone else made), synced, then renamed over it (the rename replaces a link
-/// planted meanwhile, never its target). The file replaced (`st`) keeps its owner, group and
-/// permission bits. "" when written, else why not.
+/// Why `bytes` may not be written: the reader refuses a file over kMaxCacheBytes, and a
+/// write that made one (two 5 MB imports) lost every plan in it for good.
+std::string too_large(size_t bytes) {
+  return "it would be " + std::to_string(bytes) + " bytes, over the " + std::to_string(kMaxCacheBytes) +
+         " (8 MiB) a cache file may be; nothing written (a folder cache, a path not ending in .json, "
+         "holds one file per plan)";
+}
+
+/// Writes `text` to `path` through a fresh locked temporary file in `folder`
+/// (tune_cache_files.h; dead writers' ones removed first), synced, then renamed over it (the
+/// rename replaces a link planted meanwhile, never its target). The file replaced (`st`)
+/// keeps its owner, group and permission bits. "" when written, else why not.
 std::string replace_file(const std::string& path, const std::filesystem::path& folder, const std::string& text,
                          const FileState& st) {
-  std::error_code ec;
-  std::string tmp = temp_template(folder);
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return std::strerror(errno);
+  if (text.size() > kMaxCacheBytes) return too_large(text.size());
+  remove_dead_tune_temps_once(folder.string());
+  TuneTempFile tmp(folder.string());
+  if (!tmp.error().empty()) return tmp.error();
+  const int fd = tmp.fd();
   size_t put = 0;
   while (put < text.size()) {
     const ssize_t n = ::write(fd, text.data() + put, text.size() - put);
@@ -434,19 +414,16 @@ std::string replace_file(const std::string& path, const std::filesystem::path& f
     owner_kept = ::fchown(fd, st.uid, st.gid) == 0;
   const bool written = put == text.size() && owner_kept && ::fchmod(fd, st.exists ? st.mode : 0644) == 0 &&
                        ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = !owner_kept ? "it belongs to user " + std::to_string(st.uid) +
-                                              ", whose ownership this process cannot keep; it is left as it is"
-                            : written ? std::strerror(errno) : "write failed";
-    std::filesystem::remove(tmp, ec);
-    return why;
-  }
-  return "";
+  if (!owner_kept)
+    return "it belongs to user " + std::to_string(st.uid) +
+           ", whose ownership this process cannot keep; it is left as it is";
+  if (!written) return "write failed";
+  return tmp.rename_to(path);
 }
 
-/// Stores into a single-file cache, under the folder's flock; "" when stored, else why not.
-std::string file_store(const std::string& path, const TunePlan& plan) {
+/// Stores `plans` into a single-file cache with one read and one write, under the folder's
+/// flock (an import of 1500 plans one at a time took 101 s); "" when stored, else why not.
+std::string file_store(const std::string& path, const std::vector<TunePlan>& plans) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const auto dir = fs::path(path).parent_path();
@@ -455,20 +432,27 @@ std::string file_store(const std::string& path, const TunePlan& plan) {
   // Checked before any lock or temporary file is made beside it (it left /dev/full.lock).
   if (const auto why = refusal(read_file(path)); !why.empty()) return why;
   const fs::path folder = dir.empty() ? fs::path(".") : dir;
-  FileLock lock(lock_path(folder));
+  TuneFolderLock lock(folder.string());
   const auto st = read_file(path);  // under the lock: another process's plans are kept
   if (const auto why = refusal(st); !why.empty()) return why;
   std::ostringstream out;
   out.imbue(std::locale::classic());  // numbers in every locale
   out << "{\"format\": " << json::quote(kFormatName) << ", \"version\": " << kCacheVersion
       << ", \"plans\": {\n";
+  std::map<std::string, size_t> last;  // of a key given twice, the later plan is stored
+  for (size_t i = 0; i < plans.size(); ++i) last[plans[i].key] = i;
   bool first = true;
   for (const auto& [k, text] : st.raw) {
-    if (k == plan.key) continue;
+    if (last.count(k)) continue;
     out << (first ? "" : ",\n") << "  " << json::quote(k) << ": " << text;
     first = false;
   }
-  out << (first ? "" : ",\n") << "  " << json::quote(plan.key) << ": " << plan_json(plan) << "\n}}\n";
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (last[plans[i].key] != i) continue;
+    out << (first ? "" : ",\n") << "  " << json::quote(plans[i].key) << ": " << plan_json(plans[i]);
+    first = false;
+  }
+  out << "\n}}\n";
   return replace_file(path, folder, out.str(), st);
 }
 
@@ -538,6 +522,14 @@ FileState read_plan_file(const std::string& path, const std::string* want_key) {
   return st;
 }
 
+std::string plan_file_text(const TunePlan& plan) {
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  out << "{\"format\": " << json::quote(kPlanFormatName) << ", \"version\": " << kCacheVersion
+      << ", \"key\": " << json::quote(plan.key) << ",\n \"plan\": " << plan_json(plan) << "}\n";
+  return out.str();
+}
+
 std::string folder_store(const std::string& folder, const TunePlan& plan) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -547,11 +539,7 @@ std::string folder_store(const std::string& folder, const TunePlan& plan) {
   const std::string path = (fs::path(folder) / plan_file_name(plan.key)).string();
   const auto st = read_plan_file(path, nullptr);
   if (const auto why = refusal(st); !why.empty()) return why;
-  std::ostringstream out;
-  out.imbue(std::locale::classic());
-  out << "{\"format\": " << json::quote(kPlanFormatName) << ", \"version\": " << kCacheVersion
-      << ", \"key\": " << json::quote(plan.key) << ",\n \"plan\": " << plan_json(plan) << "}\n";
-  return replace_file(path, folder, out.str(), st);
+  return replace_file(path, folder, plan_file_text(plan), st);
 }
 
 /// The old single-file cache a folder may hold (a tune.json copied onto the share): read,
@@ -692,7 +680,7 @@ std::optional<TunePlan> tune_cache_load(const std::string& path, const std::stri
 bool tune_cache_store(const std::string& path, const TunePlan& plan, std::string& warning) {
   const std::string why =
       path.empty() ? "no cache folder (neither XDG_CACHE_HOME nor HOME is set, and no CORRIDORKEY_TUNE_CACHE)"
-                   : tune_cache_is_folder(path) ? folder_store(path, plan) : file_store(path, plan);
+                   : tune_cache_is_folder(path) ? folder_store(path, plan) : file_store(path, {plan});
   std::lock_guard<std::mutex> l(g_m);
   if (why.empty()) {
     g_memory.erase(path + "\n" + plan.key);  // the cache holds it now
@@ -705,6 +693,18 @@ bool tune_cache_store(const std::string& path, const TunePlan& plan, std::string
               ": plans are kept in memory for this process (set tune_cache or CORRIDORKEY_TUNE_CACHE to a "
               "writable folder or file, or run `corridorkey-engine tune` where it is writable)";
   return false;
+}
+
+std::string tune_cache_store_all(const std::string& path, const std::vector<TunePlan>& plans) {
+  if (path.empty()) return "no cache to store into";
+  if (plans.empty()) return "";  // nothing to store: no file made
+  if (!tune_cache_is_folder(path)) return file_store(path, plans);
+  for (const auto& p : plans)  // refused whole: no plan file is written when one cannot be
+    if (const size_t n = plan_file_text(p).size(); n > kMaxCacheBytes) return too_large(n);
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (const auto why = folder_store(path, plans[i]); !why.empty())
+      return std::to_string(i) + " of " + std::to_string(plans.size()) + " plans stored: " + why;
+  return "";
 }
 
 std::map<std::string, TunePlan> tune_cache_read_all(const std::string& path, std::string& error) {
@@ -752,15 +752,14 @@ int copy_tune_plans(const std::string& from, const std::string& to) {
   std::string error;
   const auto plans = detail::tune_cache_read_all(from, error);
   CK_CHECK(error.empty() || !plans.empty(), IoError, from, ": not a plan cache that can be read: ", error);
-  int stored = 0;
+  std::vector<TunePlan> list;
   for (const auto& [k, p] : plans) {
-    TunePlan q = p;
-    q.origin = PlanOrigin::Trials;  // stored as the trials' plan it was
-    std::string warning;
-    CK_CHECK(detail::tune_cache_store(to, q, warning), IoError, to, ": cannot store plans: ", warning);
-    ++stored;
+    list.push_back(p);
+    list.back().origin = PlanOrigin::Trials;  // stored as the trials' plan it was
   }
-  return stored;
+  const auto why = detail::tune_cache_store_all(to, list);
+  CK_CHECK(why.empty(), IoError, to, ": cannot store the ", list.size(), " plan(s) of ", from, ": ", why);
+  return static_cast<int>(list.size());
 }
 
 CORRIDORKEY_NAMESPACE_END

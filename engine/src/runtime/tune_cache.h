@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace corridorkey::detail {
 
@@ -30,6 +31,11 @@ std::string tune_cache_resolve(const std::string& configured);
 std::optional<TunePlan> tune_cache_load(const std::string& path, const std::string& key, std::string& warning);
 bool tune_cache_store(const std::string& path, const TunePlan& plan, std::string& warning);
 std::map<std::string, TunePlan> tune_cache_read_all(const std::string& path, std::string& error);
+/// Stores every plan of `plans` at once: a single-file cache is read and written once, under
+/// its lock; "" when stored, else why not (nothing stored in a single-file cache, nor in a
+/// folder when a plan file would be too large). No write makes a file over the 8 MiB its
+/// reader accepts.
+std::string tune_cache_store_all(const std::string& path, const std::vector<TunePlan>& plans);
 
 /// A value measured once per machine and cached beside the plans of the cache at `cache`
 /// (bench --roofline's GEMM rate): rate-<hash of key>.json in its folder. None when absent,

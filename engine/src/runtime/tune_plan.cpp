@@ -53,7 +53,11 @@ constexpr double kSteadyRunMs = 250;
 /// One candidate's time in milliseconds (the minimum, not the median: a trial is short, this
 /// machine is shared, and a slower run only adds noise).
 double time_ms(const std::string& candidate, const std::function<void()>& f) {
-  static const bool verbose = std::getenv("CORRIDORKEY_TUNE_VERBOSE") != nullptr;
+  // Set to "" is unset, as for every variable the engine reads (docs/cli.md).
+  static const bool verbose = [] {
+    const char* v = std::getenv("CORRIDORKEY_TUNE_VERBOSE");
+    return v != nullptr && *v != '\0';
+  }();
   const double delay = hooks::trial_delay_ms(candidate);  // tests only (runtime/test_hooks.h)
   auto once = [&] {
     const auto t0 = timing::Clock::now();
