@@ -27,8 +27,13 @@ sys.exit(0 if ok else 1)
 PY
 # The draft profile (backbone at half of img_size: 192 for the bundled model's 384) ships
 # because its held-out alpha MSE stays <= 1.3x the full-size MSE (docs/profiles.md "Draft").
-"$cli" inference "$work/heldout_srgb" --profile draft --output-root "$work/draft" --quiet
-"$cli" inference "$work/heldout_linear" --linear --profile draft --output-root "$work/draft" --quiet
+# The draft runs at the precision the full-size run used (its run.json): the two are planned
+# apart (different plan keys), and on a CPU whose trials and flag rule disagree they could
+# otherwise run at different precisions, which the 1.3x bound does not state.
+precision=$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['precision'])" "$work/heldout_srgb/Output/run.json")
+echo "full-size precision: $precision (the draft runs at it)"
+"$cli" inference "$work/heldout_srgb" --profile draft --precision "$precision" --output-root "$work/draft" --quiet
+"$cli" inference "$work/heldout_linear" --linear --profile draft --precision "$precision" --output-root "$work/draft" --quiet
 "$py" "$src/tools/compare_mattes.py" --clip "$work/heldout_srgb" --clip "$work/heldout_linear" \
     --run full=inplace --run draft="$work/draft" --metrics mse --json "$work/draft.json"
 "$py" - "$work/draft.json" <<'PY'

@@ -1,26 +1,46 @@
 #!/bin/bash
 # Bit-identity across refactors (issue 37): the sample clip keyed through the real CLI in
-# fixed configurations (no timed plan: its choices follow the machine's timings), and bench's
-# drift columns on seeded random weights, as sha256 of every output file and the drift values,
-# against a record made on the same CPU with the same LibTorch. Without a record for this
-# machine the test says so and skips visibly; `--record FILE` writes one.
+# fixed configurations of one precision (no timed plan: its choices follow the machine's
+# timings), and bench's drift columns on seeded random weights, as sha256 of every output
+# file and the drift values, against a record made on the same CPU with the same LibTorch.
 #   golden_outputs.sh CLI SOURCE_DIR WORKDIR [--record FILE]
+# The precision comes from CK_TEST_PRECISION (float32, the default, or bfloat16; ctest runs
+# one test per precision the CPU runs natively, tests/support/native_precision.sh). Every
+# configuration pins its precision, so what is checked never depends on a plan's pick.
+# A record (tests/golden/outputs.<cpu kind>.txt) is keyed by its first line, the CPU's
+# identity and the LibTorch version; its other lines start with their configuration's name.
+# This run compares the lines of its own configurations: a record without any says so and
+# skips visibly, a configuration the record lacks is named. `--record FILE` writes this
+# precision's lines into FILE and keeps the lines of the other precision.
 set -u
 cli=$1; src=$2; work=$3; record=""
 [ "${4:-}" = --record ] && record=${5:?--record needs a file}
+precision=${CK_TEST_PRECISION:-float32}
+py=${CK_PYTHON:-python3}
 fail() { echo "FAIL: $*"; exit 1; }
+work="$work/$precision"
 rm -rf "$work"; mkdir -p "$work"
 export CORRIDORKEY_TUNE_CACHE="$work/tune.json"
 # The record is keyed on the CPU and the LibTorch version: either changes the digests.
-identity=$("$cli" info --json | "${CK_PYTHON:-python3}" -c \
+identity=$("$cli" info --json | "$py" -c \
   "import json,sys; j=json.load(sys.stdin); print(j['cpu']['identity'] + ', libtorch ' + j['torch_version'])") \
   || fail "info --json"
-configs=(
-  "original|--profile original"
-  "optimized-rules|--profile optimized --tune off"
-  "optimized-fp32|--profile optimized --precision float32 --native-attention --onednn-linear true --winograd-conv true --refiner-tiling false"
-  "optimized-bf16|--profile optimized --precision bfloat16 --native-attention --refiner-tiling true --tile-size 128"
-)
+case $precision in
+  float32)
+    configs=(
+      "original|--profile original"
+      "optimized-rules-f32|--profile optimized --tune off --precision float32"
+      "optimized-fp32|--profile optimized --precision float32 --native-attention --onednn-linear true --winograd-conv true --refiner-tiling false"
+    )
+    bench_profiles=(original "optimized:tune=off,model_precision=float32") ;;
+  bfloat16)
+    configs=(
+      "optimized-rules-bf16|--profile optimized --tune off --precision bfloat16"
+      "optimized-bf16|--profile optimized --precision bfloat16 --native-attention --refiner-tiling true --tile-size 128"
+    )
+    bench_profiles=("optimized:tune=off,model_precision=bfloat16") ;;
+  *) fail "CK_TEST_PRECISION '$precision': expected float32 or bfloat16" ;;
+esac
 out="$work/digest.txt"
 echo "cpu: $identity" > "$out"
 for c in "${configs[@]}"; do
@@ -30,26 +50,68 @@ for c in "${configs[@]}"; do
   # shellcheck disable=SC2086
   "$cli" inference "$work/$name" --device cpu --frames 1-4 $flags --quiet 2> "$work/$name.err" \
     || fail "$name: $(cat "$work/$name.err")"
-  (cd "$work/$name/Output" && find . -type f | sort | xargs sha256sum) | sed "s|^|$name |" >> "$out"
+  # run.json (review's record of the run) holds times and paths: not an output to compare.
+  (cd "$work/$name/Output" && find . -type f ! -name run.json | sort | xargs sha256sum) | sed "s|^|$name |" >> "$out"
 done
+bench_args=()
+for p in "${bench_profiles[@]}"; do bench_args+=(--profile "$p"); done
 "$cli" bench --random-weights --arch small --img-size 256 --frames 1 --warmup 0 --device cpu --json \
-  --profile original --profile "optimized:tune=off" --profile "optimized:tune=off,model_precision=float32" \
-  > "$work/bench.ndjson" 2> "$work/bench.err" || fail "bench: $(cat "$work/bench.err")"
-"${CK_PYTHON:-python3}" - "$work/bench.ndjson" >> "$out" <<'PY' || fail "bench rows"
+  "${bench_args[@]}" > "$work/bench.ndjson" 2> "$work/bench.err" || fail "bench: $(cat "$work/bench.err")"
+"$py" - "$work/bench.ndjson" >> "$out" <<'PY' || fail "bench rows"
 import json, sys
 for line in open(sys.argv[1]):
     j = json.loads(line)
     if "alpha_max_diff" in j:
         print("bench %s alpha %.9g fg %.9g" % (j["profile"], j["alpha_max_diff"], j["fg_max_diff"]))
 PY
-if [ -n "$record" ]; then cp "$out" "$record"; echo "recorded $(wc -l < "$out") lines to $record"; exit 0; fi
 golden=""
 for g in "$src"/tests/golden/outputs.*.txt; do
   [ -f "$g" ] && [ "$(head -1 "$g")" = "cpu: $identity" ] && golden=$g
 done
-if [ -z "$golden" ]; then
-  echo "golden outputs: skipped, no record for this CPU ($identity); make one with --record"
-  exit 0
-fi
-diff "$golden" "$out" > "$work/diff.txt" || fail "outputs differ from $golden: $(head -20 "$work/diff.txt")"
-echo "golden outputs: ok ($(($(wc -l < "$out") - 1)) digests identical to $golden)"
+[ -n "$record" ] && golden=$record
+# Lines are grouped by configuration: a clip configuration's name, or "bench PROFILE".
+"$py" - "$out" "$golden" "$record" "$precision" <<'PY'
+import os, sys
+out, golden, record, precision = sys.argv[1:5]
+
+def key(line):
+    w = line.split()
+    return " ".join(w[:2]) if w[0] == "bench" else w[0]
+
+def groups(lines):
+    g = {}
+    for line in lines:
+        g.setdefault(key(line), []).append(line)
+    return g
+
+ours = open(out).read().splitlines()
+header, mine = ours[0], groups(ours[1:])
+theirs = open(golden).read().splitlines() if golden and os.path.exists(golden) else []
+if record:
+    # Keep the other precision's lines of a record made on this CPU; replace this one's.
+    kept = [l for l in theirs[1:] if key(l) not in mine] if theirs[:1] == [header] else []
+    with open(record, "w") as f:
+        f.write("\n".join([header] + kept + ours[1:]) + "\n")
+    print("recorded %d %s lines to %s (%d lines of other configurations kept)" % (len(ours) - 1, precision, record, len(kept)))
+    sys.exit(0)
+if not theirs:
+    print("golden outputs: skipped, no record for this CPU (%s); make one with --record" % header[5:])
+    sys.exit(0)
+rec = groups(theirs[1:])
+checked = [k for k in mine if k in rec]
+missing = [k for k in mine if k not in rec]
+if not checked:
+    print("golden outputs: skipped, %s has no %s lines for this CPU; make them with --record" % (golden, precision))
+    sys.exit(0)
+bad = [k for k in checked if rec[k] != mine[k]]
+for k in bad:
+    diff = [(a, b) for a, b in zip(rec[k], mine[k]) if a != b]
+    print("FAIL: %s differs from %s (%d of %d lines), first: %s" % (k, golden, len(diff) or abs(len(rec[k]) - len(mine[k])),
+          len(rec[k]), diff[0] if diff else "a different line count"))
+if bad:
+    sys.exit(1)
+for k in missing:
+    print("not in the record, unchecked: %s (record it on this CPU with --record)" % k)
+n = sum(len(mine[k]) for k in checked)
+print("golden outputs: ok (%s: %d digests of %d configurations identical to %s)" % (precision, n, len(checked), golden))
+PY

@@ -1,6 +1,9 @@
 """Fixtures of the Python module's tests: the installed `corridorkey` (scripts/setup.sh puts
 it in the project venv), the CLI built beside it, the sample clip, and one bundled model
-loaded per session. ctest runs them (`python.module`) with CK_CLI and CK_SOURCE_DIR set."""
+loaded per session. ctest runs them once per precision the CPU runs natively
+(`python.module.f32`, `python.module.bf16`) with CK_CLI, CK_SOURCE_DIR and CK_TEST_PRECISION
+set: every model a test compares is loaded at that precision, or at float32 where the test is
+about views and levels rather than the model, never at the precision a plan would pick."""
 
 from __future__ import annotations
 
@@ -11,6 +14,9 @@ import pytest
 
 SOURCE = pathlib.Path(os.environ.get("CK_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
 SAMPLE = SOURCE / "samples" / "greenscreen_demo"
+# The precision of this run (tests/support/native_precision.sh sets it; float32 by default).
+PRECISION = os.environ.get("CK_TEST_PRECISION", "float32")
+assert PRECISION in ("float32", "bfloat16"), f"CK_TEST_PRECISION {PRECISION!r}: expected float32 or bfloat16"
 
 
 @pytest.fixture(scope="session")
@@ -30,13 +36,21 @@ def ck():
 @pytest.fixture(scope="session")
 def model(ck):
     """The bundled demo model at its size, optimized profile, no timed plan (the flag rules:
-    the same plan in every process, so results compare across processes)."""
-    return ck.Model.load(tune="off")
+    the same plan in every process, so results compare across processes), at this run's
+    precision (the CLI runs it with `--tune off --precision PRECISION`)."""
+    return ck.Model.load(tune="off", model_precision=PRECISION)
 
 
 @pytest.fixture(scope="session")
 def engine(model):
     return model.engine()
+
+
+@pytest.fixture(scope="session")
+def engine_f32(ck):
+    """The same model at float32 whatever the run's precision: for tests of how inputs are
+    read, whose bounds are float32 noise, not the model's precision."""
+    return ck.Model.load(tune="off", model_precision="float32").engine()
 
 
 def read_rgb(path: pathlib.Path):

@@ -11,7 +11,7 @@ import numpy as np
 import OpenImageIO as oiio
 import pytest
 
-from conftest import SAMPLE, read_rgb
+from conftest import PRECISION, SAMPLE, read_rgb
 
 
 def read_exr_half(path):
@@ -33,7 +33,7 @@ def comp_png_levels(comp: np.ndarray) -> np.ndarray:
 def test_outputs_equal_the_cli_files(cli, engine, tmp_path, hints):
     out_root = tmp_path / "out"
     subprocess.run([cli, "inference", str(SAMPLE), "--output-root", str(out_root), "--frames", "1-2",
-                    "--tune", "off", "--hint", hints, "--quiet"], check=True)
+                    "--tune", "off", "--precision", PRECISION, "--hint", hints, "--quiet"], check=True)
     clip_out = out_root / SAMPLE.name
     for n in (1, 2):
         plate = read_rgb(SAMPLE / "Input" / f"frame_{n:04d}.png")
@@ -55,6 +55,7 @@ def test_output_colour_spaces_equal_the_cli_files(cli, engine, tmp_path):
     / --fg-colorspace` writes them; the matte and comp are not converted."""
     out_root = tmp_path / "out"
     subprocess.run([cli, "inference", str(SAMPLE), "--output-root", str(out_root), "--frames", "1", "--tune", "off",
+                    "--precision", PRECISION,
                     "--output-colorspace", "acescg", "--fg-colorspace", "linear-rec709", "--quiet"], check=True)
     clip_out = out_root / SAMPLE.name
     plate = read_rgb(SAMPLE / "Input" / "frame_0001.png")

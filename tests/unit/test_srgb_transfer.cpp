@@ -1,6 +1,7 @@
 // The vectorised sRGB transfer function against the reference's formula with libm's powf:
 // the numerical bound it states (engine/src/post/srgb_transfer.h), and that the row forms
-// (the machine's widest variant) give the scalar form's bits.
+// give the scalar form's bits: the machine's widest variant, which the engine runs, and
+// every other ISA variant this CPU has (issue 46: a test covers each ISA it meets).
 #include "post/srgb_transfer.h"
 
 #include <catch2/catch.hpp>
@@ -9,7 +10,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iostream>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace post = corridorkey::post;
@@ -109,4 +112,26 @@ TEST_CASE("sRGB transfer: special values behave as the reference's", "[unit]") {
   std::vector<float> enc = odd;
   post::linear_to_srgb_inplace(enc.data(), enc.size());
   for (size_t i = 0; i < odd.size(); ++i) CHECK(same_bits(enc[i], post::linear_to_srgb(odd[i])));
+}
+
+TEST_CASE("sRGB rows: every ISA variant this CPU runs gives the single-sample bits", "[unit]") {
+  const std::vector<float> xs = samples();
+  const auto variants = post::transfer_row_variants();
+  std::cout << "sRGB transfer row variants on this CPU:";
+  for (const auto& v : variants) std::cout << ' ' << v;
+  std::cout << '\n';
+  REQUIRE(variants.back() == "baseline");
+  for (const auto& variant : variants) {
+    for (const bool to_linear : {true, false}) {
+      INFO("variant " << variant << (to_linear ? " decode" : " encode"));
+      std::vector<float> rows = xs;
+      REQUIRE(post::transfer_rows_with(variant, to_linear, rows.data(), rows.size()));
+      size_t mismatch = 0;
+      for (size_t i = 0; i < xs.size(); ++i)
+        mismatch += same_bits(rows[i], to_linear ? post::srgb_to_linear(xs[i]) : post::linear_to_srgb(xs[i])) ? 0 : 1;
+      CHECK(mismatch == 0);
+    }
+  }
+  std::vector<float> one{0.5f};
+  CHECK_FALSE(post::transfer_rows_with("no-such-isa", true, one.data(), 1));
 }

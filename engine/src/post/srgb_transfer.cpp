@@ -117,21 +117,53 @@ __attribute__((target("arch=x86-64-v3"))) void to_srgb_v3(float* v, std::size_t 
 void to_linear_base(float* v, std::size_t n) { rows<to_linear_one>(v, n); }
 void to_srgb_base(float* v, std::size_t n) { rows<to_srgb_one>(v, n); }
 
-/// The widest variant this CPU runs (x86-64-v4: AVX-512 F/BW/DQ/VL; v3: AVX2 + FMA).
-RowFn pick(RowFn v4, RowFn v3, RowFn base) {
+bool cpu_runs_v4() {
 #ifdef CK_TRANSFER_VARIANTS
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    return v4;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2"))
-    return v3;
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 #else
-  (void)v4, (void)v3;
+  return false;
 #endif
+}
+bool cpu_runs_v3() {
+#ifdef CK_TRANSFER_VARIANTS
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+#else
+  return false;
+#endif
+}
+
+#ifdef CK_TRANSFER_VARIANTS
+/// The widest variant this CPU runs (x86-64-v4: AVX-512 F/BW/DQ/VL; v3: AVX2 + FMA).
+RowFn pick(RowFn v4, RowFn v3, RowFn base) {
+  if (cpu_runs_v4()) return v4;
+  if (cpu_runs_v3()) return v3;
   return base;
 }
+#endif
 }  // namespace
+
+std::vector<std::string> transfer_row_variants() {
+  std::vector<std::string> out;
+  if (cpu_runs_v4()) out.push_back("x86-64-v4");
+  if (cpu_runs_v3()) out.push_back("x86-64-v3");
+  out.push_back("baseline");
+  return out;
+}
+
+bool transfer_rows_with(const std::string& variant, bool to_linear, float* v, std::size_t n) {
+  RowFn fn = nullptr;
+  if (variant == "baseline") fn = to_linear ? to_linear_base : to_srgb_base;
+#ifdef CK_TRANSFER_VARIANTS
+  if (variant == "x86-64-v4" && cpu_runs_v4()) fn = to_linear ? to_linear_v4 : to_srgb_v4;
+  if (variant == "x86-64-v3" && cpu_runs_v3()) fn = to_linear ? to_linear_v3 : to_srgb_v3;
+#endif
+  if (!fn) return false;
+  fn(v, n);
+  return true;
+}
 
 void srgb_to_linear_inplace(float* v, std::size_t n) {
 #ifdef CK_TRANSFER_VARIANTS

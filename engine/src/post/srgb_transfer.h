@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 namespace corridorkey::post {
 
@@ -22,5 +24,13 @@ float linear_to_srgb(float x);
 /// In place over n contiguous samples; the same bits as the single-sample forms.
 void srgb_to_linear_inplace(float* v, std::size_t n);
 void linear_to_srgb_inplace(float* v, std::size_t n);
+
+/// The row variants this CPU runs, widest first: "x86-64-v4", "x86-64-v3", "baseline" (the
+/// in-place forms above run the first). Each must give the single-sample bits; the tests
+/// check every one the CPU has, not only the widest.
+std::vector<std::string> transfer_row_variants();
+/// Runs one named variant over a row (decode when to_linear, else encode); false when this
+/// CPU does not run it or the name is unknown.
+bool transfer_rows_with(const std::string& variant, bool to_linear, float* v, std::size_t n);
 
 }  // namespace corridorkey::post
