@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <map>
 
 using namespace corridorkey;
@@ -371,6 +372,41 @@ TEST_CASE("ProRes 4444 FG carries the matte as alpha; without ffmpeg, H.264 thro
   job.fg = false;
   job.video_out.fg = true;
   CHECK_THROWS_WITH(run_inference(engine_opts(), job), Contains("video_out") && Contains("fg"));
+  fs::remove_all(root);
+}
+
+// Confined writes (review): ffmpeg writes the video and its log through the temporary
+// file's own /proc descriptor path, never a name in the folder someone could swap for a
+// link; OpenCV, which needs the extension in the name it opens, is refused there.
+TEST_CASE("a confined run encodes videos through the file's descriptor, and only with ffmpeg", "[pipeline]") {
+  const auto root = ck_test::temp_dir("video_confined");
+  const auto clip = devtools::write_synthetic_clip(root / "cv", spec(2));
+  auto job = job_for(clip);
+  job.video_out.auto_ = false;
+  job.video_out.comp = true;
+  job.video_codec = VideoCodec::H264;
+  job.confine_writes = {root.string()};
+  if (!io::find_ffmpeg().empty()) {  // scripts/setup.sh installs it
+    const auto s = run_inference(engine_opts(), job);
+    REQUIRE(s.videos_written == 1);
+    io::VideoReader r((clip / "Output" / "Comp.mp4").string());
+    int n = 0;
+    for (Image im; r.next(im);) ++n;
+    CHECK(n == 2);
+    for (const auto& e : fs::directory_iterator(clip / "Output"))  // no temporary file or log left
+      CHECK(e.path().filename().string().rfind(".ck-tmp", 0) != 0);
+    fs::remove(clip / "Output" / "Comp.mp4");
+  } else {
+    std::cout << "SKIPPED the ffmpeg half: no ffmpeg binary\n";
+  }
+  FfmpegEnv none("none");
+  std::string failed;
+  const auto s = run_inference(engine_opts(), job, [&](const PipelineEvent& e) {
+    if (e.kind == PipelineEvent::Kind::VideoFailed) failed = e.message;
+  });
+  CHECK(s.videos_written == 0);
+  CHECK_THAT(failed, Contains("confined") && Contains("ffmpeg") && Contains("Comp.mp4"));
+  CHECK_FALSE(fs::exists(clip / "Output" / "Comp.mp4"));
   fs::remove_all(root);
 }
 

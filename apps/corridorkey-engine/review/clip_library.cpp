@@ -214,6 +214,19 @@ std::string ClipLibrary::writable_folder(const std::string& dir) const {
   return real.string();
 }
 
+int ClipLibrary::open_writable_folder(const std::string& dir) const {
+  const auto real = writable_folder(dir);
+  const int fd = ::open(real.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw HttpError(500, real + ": cannot open the folder: " + std::strerror(errno));
+  std::error_code ec;
+  const auto opened = fs::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
+  if (ec || !allowed(opened)) {
+    ::close(fd);
+    throw HttpError(403, real + ": refused: it changed between its check and its opening");
+  }
+  return fd;
+}
+
 void ClipLibrary::check_outputs(const ClipEntry& c) const {
   // Every folder and file a key writes, as the pipeline names them (Output/ itself was made
   // and checked by writable_folder()). One that exists must resolve under the roots or the

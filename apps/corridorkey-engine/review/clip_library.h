@@ -59,6 +59,10 @@ class ClipLibrary {
   /// A folder to write into (made when missing), by its real path: HttpError 403 when that
   /// lies outside the roots and output folders.
   std::string writable_folder(const std::string& dir) const;
+  /// writable_folder(), then the folder opened and its opened path (/proc/self/fd) checked
+  /// again: write through the descriptor (openat, renameat) and a link swapped in for the
+  /// folder after the check is not written through (403). The caller closes it.
+  int open_writable_folder(const std::string& dir) const;
   /// Opens a path that checked() (or raw_file()) returned, then checks the opened file's
   /// own path (/proc/self/fd) again: a link swapped in between the check and the open is
   /// refused too (403). The caller closes the descriptor.

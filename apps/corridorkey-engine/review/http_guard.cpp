@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <climits>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <thread>
@@ -185,7 +186,16 @@ class GuardedServer::Lane {
         c = std::move(q_.front());
         q_.pop_front();
       }
-      s_.work(std::move(c));
+      // A handler's exception (a content provider's, bad_alloc) must not end the process
+      // through std::terminate: the connection is dropped (its Conn closes it), the
+      // worker goes on.
+      try {
+        s_.work(std::move(c));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "corridorkey review: a request failed: %s\n", e.what());
+      } catch (...) {
+        std::fprintf(stderr, "corridorkey review: a request failed\n");
+      }
     }
   }
   GuardedServer& s_;
@@ -344,7 +354,11 @@ void GuardedServer::serve(std::function<bool(const std::string& head)> trusted) 
         fds.push_back({c->fd, POLLIN, 0});
         timeout = std::min(timeout, ms_until(c->deadline) + 1);
       }
-      if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) break;
+      if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
+        std::fprintf(stderr, "corridorkey review: cannot wait for connections (%s): no longer listening\n",
+                     std::strerror(errno));
+        break;
+      }
       uint64_t n = 0;
       if (fds[1].revents) (void)!::read(wake_fd_, &n, sizeof n);
       now = Clock::now();

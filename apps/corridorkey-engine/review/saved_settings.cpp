@@ -14,6 +14,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <random>
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace corridorkey::review {
@@ -75,8 +77,15 @@ ModelFields model_fields(const EngineOptions& o, const EngineOptions& profile) {
 json Keying::save_settings(const ClipEntry& c, const PostTweak& t, const std::string& profile) {
   const EngineOptions o = with_post(cfg_.engine_for(profile), t);
   const ModelFields model = model_fields(o, load_profile(profile));
-  const auto dir = lib_.writable_folder(c.clip.output);
-  const auto path = (fs::path(dir) / "review-settings.yaml").string();
+  // The folder as checked, held open: the file is written and renamed through it, so a link
+  // swapped in for Output/ after the check is not written through.
+  const int dirfd = lib_.open_writable_folder(c.clip.output);
+  struct CloseDir {
+    int fd;
+    ~CloseDir() { ::close(fd); }
+  } close_dir{dirfd};
+  const std::string folder = fs::read_symlink("/proc/self/fd/" + std::to_string(dirfd)).string();
+  const auto path = (fs::path(folder) / "review-settings.yaml").string();
   std::string name = "review_";
   for (char ch : c.clip.name) name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ? ch : '_';
   std::string inference = cfg_.cli + " inference " + shell_quote(c.clip.root) + " --profile " + shell_quote(profile) +
@@ -103,18 +112,30 @@ json Keying::save_settings(const ClipEntry& c, const PostTweak& t, const std::st
   if (!cfg_.output_root.empty()) y += "output_root: " + yaml_string(cfg_.output_root) + "\n";
   y += "despill: " + number_text(t.despill) + "\ndespeckle: " + (t.despeckle ? "true" : "false") +
        "\ndespeckle_size: " + std::to_string(t.despeckle_size) + "\n";
-  // Whole or not at all: a temporary name in the folder, read back as a job, then renamed.
-  std::string tmp = path + ".XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
+  // Whole or not at all: a temporary name in the folder, read back as a job, then renamed,
+  // both by name relative to the held folder (O_EXCL | O_NOFOLLOW: nothing followed; renameat
+  // replaces a link at the final name rather than writing through it).
+  std::string tmp_name;
+  int fd = -1;
+  std::random_device rd;
+  for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) {
+    tmp_name = ".review-settings.yaml." + std::to_string(::getpid()) + "." + std::to_string(rd());
+    fd = ::openat(dirfd, tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) throw HttpError(500, path + ": cannot write: " + std::strerror(errno));
   const bool wrote = ::write(fd, y.data(), y.size()) == static_cast<ssize_t>(y.size()) && ::fsync(fd) == 0;
-  ::close(fd);
+  const std::string tmp = (fs::path(folder) / tmp_name).string();
   try {
     if (!wrote) throw std::runtime_error(std::string("write failed: ") + std::strerror(errno));
     (void)load_job(tmp);  // what `job run` will read
-    if (::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(std::strerror(errno));
+    ::close(fd);
+    fd = -1;
+    if (::renameat(dirfd, tmp_name.c_str(), dirfd, "review-settings.yaml") != 0)
+      throw std::runtime_error(std::strerror(errno));
   } catch (const std::exception& e) {
-    ::unlink(tmp.c_str());
+    if (fd >= 0) ::close(fd);
+    ::unlinkat(dirfd, tmp_name.c_str(), 0);
     throw HttpError(500, path + ": not written: " + e.what());
   }
   return {{"path", path}, {"job_run", job_run}, {"inference", inference}};

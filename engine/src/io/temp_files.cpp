@@ -183,6 +183,8 @@ TempFile::TempFile(const std::string& path, const std::string& suffix) {
   throw IoError(path + ": cannot create a temporary file in " + dir.string());
 }
 
+std::string TempFile::own_path() const { return proc_fd(fd_); }
+
 TempFile::~TempFile() {
   if (!committed_ && !path_.empty()) {
     if (pinned_) ::unlinkat(pinned_->fd, name_.c_str(), 0);

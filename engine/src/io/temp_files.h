@@ -46,6 +46,12 @@ class TempFile {
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
   const std::string& path() const { return path_; }
+  /// The file itself as its descriptor names it (/proc/PID/fd/N): what to give a writer that
+  /// needs no extension in the name (ffmpeg with -f), so that even a suffixed temporary file
+  /// in a pinned folder is never reopened by a name someone could swap for a link.
+  std::string own_path() const;
+  /// True when the file lies in a pinned folder (confined writes).
+  bool confined() const { return pinned_ != nullptr; }
   /// Renames the finished file to `final_path` (IoError naming it on failure, and when
   /// something other than a regular file or a link is there: a FIFO is never replaced).
   void commit(const std::string& final_path);

@@ -156,11 +156,18 @@ VideoWriter::VideoWriter(const std::string& path, int width, int height, double 
   I.path = path, I.width = width, I.height = height, I.alpha = alpha;
   const std::string ext = fs::path(path).extension().string();
   I.tmp_file = std::make_unique<TempFile>(path, ext);  // OpenCV picks the container from the extension
-  I.tmp = I.tmp_file->path();
+  // Confined (review): ffmpeg writes the file through its own descriptor's path (-f names the
+  // container), so no name in the folder is ever reopened. Otherwise the name, as before.
+  I.tmp = I.tmp_file->confined() ? I.tmp_file->own_path() : I.tmp_file->path();
   const std::string ffmpeg = find_ffmpeg();
   if (ffmpeg.empty()) {
     CK_CHECK(codec == VideoCodec::H264, ConfigError, path,
              ": ProRes needs the ffmpeg binary (none on PATH; CORRIDORKEY_FFMPEG names one)");
+    // OpenCV needs the extension in the name it opens, a name someone who can write in the
+    // folder could swap for a link: confined writes encode videos with ffmpeg only.
+    CK_CHECK(!I.tmp_file->confined(), IoError, path,
+             ": a confined run (review) encodes videos with the ffmpeg binary only (none on PATH; "
+             "CORRIDORKEY_FFMPEG names one)");
     I.encoder = "OpenCV FFmpeg backend (H.264)";
     I.cv_writer.open(I.tmp, cv::CAP_FFMPEG, cv::VideoWriter::fourcc('a', 'v', 'c', '1'), fps,
                      cv::Size(width, height), true);
@@ -195,13 +202,15 @@ VideoWriter::VideoWriter(const std::string& path, int width, int height, double 
   }
   args.push_back(I.tmp);
   I.log_file = std::make_unique<TempFile>(path, ".log");
-  I.log = I.log_file->path();
+  // The log is written and read through the temporary file's own descriptor path: the file
+  // created with O_EXCL, never a name reopened (a link swapped in is not followed).
+  I.log = I.log_file->own_path();
   int pipefd[2];
   CK_CHECK(::pipe2(pipefd, O_CLOEXEC) == 0, IoError, path, ": pipe: ", std::strerror(errno));
-  const int logfd = ::open(I.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int logfd = ::open(I.log.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
   if (logfd < 0) {
     ::close(pipefd[0]), ::close(pipefd[1]);
-    throw IoError(path + ": cannot create the encoder log " + I.log + ": " + std::strerror(errno));
+    throw IoError(path + ": cannot open the encoder log " + I.log_file->path() + ": " + std::strerror(errno));
   }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

@@ -400,6 +400,7 @@ std::string replace_file(const std::string& path, const std::filesystem::path& f
   TuneTempFile tmp(folder.string());
   if (!tmp.error().empty()) return tmp.error();
   const int fd = tmp.fd();
+  errno = 0;  // the failure's own errno, not an earlier call's
   size_t put = 0;
   while (put < text.size()) {
     const ssize_t n = ::write(fd, text.data() + put, text.size() - put);
@@ -417,7 +418,7 @@ std::string replace_file(const std::string& path, const std::filesystem::path& f
   if (!owner_kept)
     return "it belongs to user " + std::to_string(st.uid) +
            ", whose ownership this process cannot keep; it is left as it is";
-  if (!written) return "write failed";
+  if (!written) return std::string("write failed: ") + std::strerror(errno ? errno : EIO);
   return tmp.rename_to(path);
 }
 
