@@ -1,6 +1,6 @@
 # Compiler setup shared by every target.
 # LibTorch 2.15's headers need C++20, so every internal TU is C++20; the public headers
-# (engine/include) stay C++17 and tests/consumer compiles them as C++17 without torch.
+# (engine/include, model/base) stay C++17 and tests/consumer compiles them as C++17 without torch.
 set(CMAKE_CXX_STANDARD 20)
 set(CMAKE_CXX_STANDARD_REQUIRED ON)
 set(CMAKE_CXX_EXTENSIONS OFF)

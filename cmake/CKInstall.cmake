@@ -48,7 +48,11 @@ install(TARGETS corridorkey_engine ck_headers EXPORT CorridorKeyTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/engine/include/corridorkey"
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
-install(FILES "${PROJECT_BINARY_DIR}/engine/include/corridorkey/version.h"
+# The public headers that live in model/base (ck_errors), beside the others; check.h (CK_CHECK)
+# stays behind: the installed headers are the API alone.
+install(FILES "${PROJECT_SOURCE_DIR}/model/base/include/corridorkey/errors.h"
+              "${PROJECT_SOURCE_DIR}/model/base/include/corridorkey/export.h"
+              "${PROJECT_BINARY_DIR}/model/base/include/corridorkey/version.h"
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/corridorkey)
 install(EXPORT CorridorKeyTargets NAMESPACE corridorkey::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/CorridorKey)

@@ -1,7 +1,8 @@
 // CK_CHECK, the engine's check macro (in the style of TORCH_CHECK): throws one of the typed
-// errors of errors.h with the message parts joined in the classic locale. Private to the
-// engine, its tools and tests: the installed headers do not carry it, so a host's own
-// CK_CHECK (or none) never meets ours.
+// errors of errors.h with the message parts joined in the classic locale. It lives with the
+// errors in model/base (ck_errors), so model/ and every layer above it use one macro. Never
+// installed: the installed headers do not carry it, so a host's own CK_CHECK (or none)
+// never meets ours.
 #pragma once
 
 #include <corridorkey/errors.h>
