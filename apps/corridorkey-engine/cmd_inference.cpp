@@ -47,7 +47,7 @@ void add_inference(CLI::App& app, int& exit_code) {
   cmd->callback([=, &exit_code] {
     EventStream events;
     try {  // a run that fails outright still ends the --json stream with an event
-    const auto eo = args->engine();
+    const auto eo = args->options();
     // A switch given a value (`--native-attention false`) leaves the value as a clip path:
     // say so as a usage error, before anything loads, not as a missing folder.
     for (const auto& p : *paths) {

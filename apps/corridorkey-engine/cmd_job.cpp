@@ -83,13 +83,13 @@ void add_job(CLI::App& app, int& exit_code) {
     print_chunks(plan_chunks(jf, *chunks_n, j.chunk_size), j);
     // Before the precision is planned (which may time and cache the plan): whether a node
     // like this one would find its plan, and if not, which part of the key missed.
-    if (j.engine.tune == TuneMode::Off || j.engine.device != "cpu") {
-      std::printf("plan cache: not used (%s)\n", j.engine.tune == TuneMode::Off
+    if (j.options.model.tune == TuneMode::Off || j.options.model.device != "cpu") {
+      std::printf("plan cache: not used (%s)\n", j.options.model.tune == TuneMode::Off
                                                      ? "tune off"
-                                                     : ("device " + j.engine.device + ": plans are made on CPUs").c_str());
+                                                     : ("device " + j.options.model.device + ": plans are made on CPUs").c_str());
     } else {
       try {
-        const auto st = plan_cache_status(j.engine.model(), j.engine.engine());
+        const auto st = plan_cache_status(j.options.model, j.options.engine);
         if (st.cached)
           std::printf("plan cache: %s has the plan for this machine and configuration: no trials\n",
                       st.cache.c_str());
@@ -108,10 +108,10 @@ void add_job(CLI::App& app, int& exit_code) {
       }
     }
     try {
-      const auto [p, how] = planned_precision(j.engine.model(), j.engine.engine());
+      const auto [p, how] = planned_precision(j.options.model, j.options.engine);
       if (p == Precision::Auto)
         std::printf("precision: not pinned (%s)\n", how.c_str());
-      else if (j.engine.model_precision == Precision::Auto)
+      else if (j.options.model.model_precision == Precision::Auto)
         std::printf("precision: %s (%s); `job export` pins it for every chunk\n", to_string(p), how.c_str());
       else
         std::printf("precision: %s (%s)\n", to_string(p), how.c_str());
@@ -144,11 +144,11 @@ void add_job(CLI::App& app, int& exit_code) {
                                  "job export passes the job's tune_cache"));
   run->callback([=, &exit_code] {
     auto j = load_job(*file);
-    // tune_cache is a run-level field, not a profile key: set_profile_field refused it, and
+    // tune_cache is a run-level field, not a profile key: a profile-scope set refused it, and
     // every chunk `job export` wrote with --tune-cache failed.
-    if (!tune_cache->empty()) set_engine_option(j.engine, "tune_cache", *tune_cache, "--tune-cache");
-    if (!precision->empty()) set_profile_field(j.engine, "model_precision", *precision, "--precision");
-    else if (!chunk->empty() && j.engine.model_precision == Precision::Auto && j.engine.tune != TuneMode::Off)
+    if (!tune_cache->empty()) set_option(j.options, "tune_cache", *tune_cache, "--tune-cache");
+    if (!precision->empty()) set_option(j.options, "model_precision", *precision, "--precision", OptionScope::Profile);
+    else if (!chunk->empty() && j.options.model.model_precision == Precision::Auto && j.options.model.tune != TuneMode::Off)
       std::fprintf(stderr, "warning: %s: model_precision auto in a chunk: this node's measured plan "
                            "picks it, and chunks on other node types may pick another (the matte "
                            "then flickers between chunks); `job export` pins one, or set "
@@ -224,8 +224,8 @@ void add_job(CLI::App& app, int& exit_code) {
     // A submission host may not see the checkpoint the nodes will read: then the export
     // goes on unpinned, saying so, rather than failing.
     try {
-      if (j.engine.model_precision == Precision::Auto)
-        if (const auto p = planned_precision(j.engine.model(), j.engine.engine()).first; p != Precision::Auto)
+      if (j.options.model.model_precision == Precision::Auto)
+        if (const auto p = planned_precision(j.options.model, j.options.engine).first; p != Precision::Auto)
           j.pinned_precision = to_string(p);
     } catch (const Error& e) {
       std::fprintf(stderr, "warning: %s: the precision cannot be planned here (%s); the chunks "

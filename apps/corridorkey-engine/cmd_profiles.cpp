@@ -30,7 +30,7 @@ void add_profiles(CLI::App& app, int& exit_code) {
   auto args = add_engine_flags(show, "original", /*run_fields=*/false);
   show->callback([name, args, &exit_code] {
     args->profile = *name;
-    const auto o = args->engine();
+    const auto o = args->options();
     // A loadable profile: `profiles show optimized > mine.yaml` is where a profile of one's
     // own starts. The run settings (checkpoint, device, threads, ...) are not profile
     // fields, and a profile file refuses them: they follow as comments.
@@ -43,17 +43,17 @@ void add_profiles(CLI::App& app, int& exit_code) {
       if (keys.count(key)) body += line + "\n";
       else if (key != "profile") run += "#   " + line + "\n";
     }
-    std::cout << "# profile " << o.profile << ", resolved (save it as a .yaml file to start a profile of your own)\n"
+    std::cout << "# profile " << o.engine.profile << ", resolved (save it as a .yaml file to start a profile of your own)\n"
               << body << "# run settings, not profile fields (flags, job files):\n" << run;
-    if (o.model_precision == Precision::Auto)
+    if (o.model.model_precision == Precision::Auto)
       std::cout << "# model_precision auto resolves on this machine to: cpu "
                 << to_string(resolve_precision(Precision::Auto, "cpu")) << ", cuda/mps "
                 << to_string(resolve_precision(Precision::Auto, "cuda")) << " by the flag rule"
-                << (o.tune != TuneMode::Off ? "; with tune on, the measured plan decides on a CPU "
+                << (o.model.tune != TuneMode::Off ? "; with tune on, the measured plan decides on a CPU "
                                               "(`corridorkey-engine tune --profile NAME` times it)"
                                             : "")
                 << "\n";
-    if (o.tune != TuneMode::Off) {
+    if (o.model.tune != TuneMode::Off) {
       std::cout << "# measured plans cached in " << tune_cache_path() << ":\n";
       std::cout << std::flush;
       print_tune_plans("#   ");

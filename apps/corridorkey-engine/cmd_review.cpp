@@ -43,11 +43,11 @@ void add_review(CLI::App& app, int& exit_code) {
   cmd->add_option("--cache-mb", *cache_mb, "decoded frames and previews kept in memory (LRU), MiB")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 20))->capture_default_str();
   cmd->callback([args, c, cache_mb, &exit_code] {
-    c->engine = args->engine();
+    c->options = args->options();
     c->engine_for = [args](const std::string& profile) {
       OptionArgs a = *args;
       a.profile = profile;
-      return a.engine();
+      return a.options();
     };
     c->cache_mb = *cache_mb;
     c->cli = self_path();

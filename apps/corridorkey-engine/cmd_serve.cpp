@@ -45,7 +45,7 @@ void add_serve(CLI::App& app, int& exit_code) {
     c.max_request_bytes = static_cast<std::size_t>(f->max_request_mb) << 20;
     c.cache_mb = f->cache_mb;
     c.queue_limit = f->queue_limit;
-    c.base = args->engine();
+    c.base = args->options();
     cancel_on_signal(&g_stop);  // the first signal stops the server cleanly, a second at once
     exit_code = serve::run_server(c, g_stop);
   });

@@ -39,11 +39,11 @@ void add_tune(CLI::App& app, int& exit_code) {
   non_empty_path(cmd->add_option("--import", *import_from,
                                  "copy every plan of FILE (a cache file or folder) into this cache and time nothing"));
   cmd->callback([args, refresh, export_to, import_from, &exit_code] {
-    auto o = args->engine();
+    auto o = args->options();
     if (!export_to->empty() || !import_from->empty()) {
       CK_CHECK(export_to->empty() || import_from->empty(), ConfigError,
                "tune: --export and --import are one at a time");
-      const std::string cache = o.tune_cache.empty() ? tune_cache_path() : o.tune_cache;
+      const std::string cache = o.model.tune_cache.empty() ? tune_cache_path() : o.model.tune_cache;
       const bool out = !export_to->empty();
       const int n = out ? copy_tune_plans(cache, *export_to) : copy_tune_plans(*import_from, cache);
       std::printf("%d plan(s) copied from %s to %s\n", n, (out ? cache : *import_from).c_str(),
@@ -51,9 +51,9 @@ void add_tune(CLI::App& app, int& exit_code) {
       exit_code = kOk;
       return;
     }
-    if (*refresh) o.tune = TuneMode::Refresh;
-    if (o.tune == TuneMode::Off) o.tune = TuneMode::Auto;  // `tune` means: use the plan
-    auto engine = create_engine(o.model(), o.engine());
+    if (*refresh) o.model.tune = TuneMode::Refresh;
+    if (o.model.tune == TuneMode::Off) o.model.tune = TuneMode::Auto;  // `tune` means: use the plan
+    auto engine = create_engine(o.model, o.engine);
     const auto& i = engine->info();
     const auto& p = i.tune;
     std::printf("profile %s, %s, img_size %lld%s, %s\n", i.profile.c_str(), i.arch.c_str(),

@@ -82,10 +82,10 @@ CLI::Option* non_empty_path(CLI::Option* o) {
       "", "non-empty path"));
 }
 
-EngineOptions OptionArgs::engine() const {
+Profile OptionArgs::options() const {
   check_conflicts(engine_sets);
   auto o = load_profile(profile);
-  for (const auto& s : engine_sets) set_engine_option(o, s.key, s.value, s.flag);
+  for (const auto& s : engine_sets) set_option(o, s.key, s.value, s.flag);
   validate_profile(o, "command line");
   return o;
 }

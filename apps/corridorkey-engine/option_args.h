@@ -25,8 +25,9 @@ struct OptionArgs {
   /// error (ConfigError naming both).
   std::vector<Set> engine_sets, inference_sets;
 
-  /// load_profile(profile), then the engine flags; validated. ConfigError names the flag.
-  EngineOptions engine() const;
+  /// load_profile(profile), then the engine flags (both halves); validated. ConfigError
+  /// names the flag.
+  Profile options() const;
   /// InferenceOptions{} with the inference flags; validated.
   InferenceOptions inference(const std::vector<std::string>& paths) const;
 };
@@ -36,7 +37,7 @@ struct OptionArgs {
 /// tune and wrote into the cache instead of failing.
 CLI::Option* non_empty_path(CLI::Option* o);
 
-/// --profile plus a flag per Profile-scope field of EngineOptions and, when `run_fields`,
+/// --profile plus a flag per Profile-scope field of a Profile and, when `run_fields`,
 /// per Run-scope field (checkpoint, device, img_size, despill, ...).
 std::shared_ptr<OptionArgs> add_engine_flags(CLI::App* cmd, const std::string& default_profile,
                                              bool run_fields);

@@ -14,12 +14,12 @@ std::string trim(const std::string& s) {
 }
 }  // namespace
 
-EngineOptions load_flat_profile(const std::string& dir, const std::string& name) {
+Profile load_flat_profile(const std::string& dir, const std::string& name) {
   const std::string path = dir + "/" + name + ".yaml";
   std::ifstream f(path);
   CK_CHECK(f.good(), ConfigError, path, ": profile file cannot be read");
-  EngineOptions o;
-  o.profile = name;
+  Profile o;
+  o.engine.profile = name;
   std::string line;
   for (int n = 1; std::getline(f, line); ++n) {
     const auto hash = line.find('#');
@@ -29,7 +29,7 @@ EngineOptions load_flat_profile(const std::string& dir, const std::string& name)
     CK_CHECK(colon != std::string::npos, ConfigError, path, ":", n, ": expected 'key: value'");
     const auto key = trim(line.substr(0, colon));
     if (key == "tile_overlap") continue;  // retired (docs/profiles.md)
-    set_engine_option(o, key, trim(line.substr(colon + 1)), path + ":" + std::to_string(n));
+    set_option(o, key, trim(line.substr(colon + 1)), path + ":" + std::to_string(n));
   }
   return o;
 }

@@ -9,7 +9,7 @@
 
 namespace corridorkey::modelcheck {
 
-/// Reads <dir>/<name>.yaml into EngineOptions. ConfigError naming file and line.
-EngineOptions load_flat_profile(const std::string& dir, const std::string& name);
+/// Reads <dir>/<name>.yaml into Profile. ConfigError naming file and line.
+Profile load_flat_profile(const std::string& dir, const std::string& name);
 
 }  // namespace corridorkey::modelcheck

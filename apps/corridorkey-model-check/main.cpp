@@ -155,22 +155,22 @@ class Checker {
     if (dev_.is_cpu()) corridorkey::detail::install_cpu_memory_tracker();  // host stage peaks
   }
 
-  EngineOptions base() const {
-    EngineOptions o;  // every optimization off, float32: the unoptimized path
-    o.checkpoint = a_.checkpoint;
-    o.random_weights_arch = a_.checkpoint.empty() ? a_.arch : "";
-    o.random_weights_seed = a_.seed;
-    o.img_size = a_.img_size;
-    o.device = device_;
-    o.engine_kind = EngineKind::Optimized;
-    o.disable_cudnn_benchmark = true;  // reproducible algorithm choice for the bounds
+  Profile base() const {
+    Profile o;  // every optimization off, float32: the unoptimized path
+    o.model.checkpoint = a_.checkpoint;
+    o.model.random_weights_arch = a_.checkpoint.empty() ? a_.arch : "";
+    o.model.random_weights_seed = a_.seed;
+    o.engine.img_size = a_.img_size;
+    o.model.device = device_;
+    o.engine.engine_kind = EngineKind::Optimized;
+    o.model.disable_cudnn_benchmark = true;  // reproducible algorithm choice for the bounds
     return o;
   }
 
   /// alpha and fg of one forward under `o`.
-  std::pair<torch::Tensor, torch::Tensor> forward(const EngineOptions& o, corridorkey::detail::ModelRun* keep = nullptr) {
+  std::pair<torch::Tensor, torch::Tensor> forward(const Profile& o, corridorkey::detail::ModelRun* keep = nullptr) {
     std::string notes;
-    auto b = corridorkey::detail::build_runner(o, dev_, notes);
+    auto b = corridorkey::detail::build_runner(o.model, o.engine, dev_, notes);
     auto r = b.runner->run(x_);
     auto out = std::make_pair(r.alpha.cpu(), r.fg.cpu());
     if (keep) *keep = std::move(r);
@@ -181,7 +181,7 @@ class Checker {
     return (a.to(torch::kFloat) - b.to(torch::kFloat)).abs().max().item<double>();
   }
 
-  void bound(const std::string& name, const EngineOptions& a, const EngineOptions& b, double limit,
+  void bound(const std::string& name, const Profile& a, const Profile& b, double limit,
              const std::string& note = "") {
     const auto [a1, f1] = forward(a);
     const auto [a2, f2] = forward(b);
@@ -196,51 +196,51 @@ class Checker {
       edit(v);
       return v;
     };
-    bound("flash_attention (4-D SDPA vs 5-D), fp32", o, with([](auto& v) { v.flash_attention = true; }), 1e-5);
-    bound("fused_decoder, fp32", o, with([](auto& v) { v.fused_decoder = true; }), 1e-5);
-    bound("channels_last, fp32", o, with([](auto& v) { v.channels_last = true; }), 1e-5);
-    bound("fused_refiner, fp32", o, with([](auto& v) { v.fused_refiner = true; }), 1e-5);
+    bound("flash_attention (4-D SDPA vs 5-D), fp32", o, with([](auto& v) { v.model.flash_attention = true; }), 1e-5);
+    bound("fused_decoder, fp32", o, with([](auto& v) { v.model.fused_decoder = true; }), 1e-5);
+    bound("channels_last, fp32", o, with([](auto& v) { v.model.channels_last = true; }), 1e-5);
+    bound("fused_refiner, fp32", o, with([](auto& v) { v.engine.fused_refiner = true; }), 1e-5);
     const int64_t tile = std::max<int64_t>(64, (a_.img_size / 2) / 8 * 8);
     bound("tiled_refiner (exact, " + std::to_string(tile) + " px tiles), fp32", o, with([&](auto& v) {
-            v.tiled_refiner = RefinerTiling::On;
-            v.tile_size = tile;
+            v.engine.tiled_refiner = RefinerTiling::On;
+            v.engine.tile_size = tile;
           }),
           1e-4);
     for (const auto& p : precisions()) {
       if (p == "float32") continue;
       bound("precision " + p + " drift vs float32", o, with([&](auto& v) {
-              set_engine_option(v, "model_precision", p);
+              set_option(v, "model_precision", p);
             }),
             0.1, "reported; bf16 / fp16 round activations");
     }
     if (dev_.is_cpu() && kernels::native_attention_available()) {
       auto bf = with([](auto& v) {
-        v.model_precision = Precision::BFloat16;
-        v.flash_attention = true;
+        v.model.model_precision = Precision::BFloat16;
+        v.model.flash_attention = true;
       });
       auto nat = bf;
-      nat.native_attention = corridorkey::AutoSwitch::On;
+      nat.model.native_attention = corridorkey::AutoSwitch::On;
       bound("native bf16 attention vs LibTorch bf16 SDPA", bf, nat, 3e-2);
     }
     if (dev_.is_cpu() && model::functional::winograd_conv_available()) {
-      auto cl = with([](auto& v) { v.channels_last = v.fused_refiner = true; });
+      auto cl = with([](auto& v) { v.model.channels_last = v.engine.fused_refiner = true; });
       auto wino = cl;
-      wino.winograd_conv = corridorkey::AutoSwitch::On;
+      wino.engine.winograd_conv = corridorkey::AutoSwitch::On;
       bound("winograd_conv (refiner convolutions by Winograd F(2x2,3x3)), fp32", cl, wino, 1e-4);
     }
     if (dev_.is_cpu() && model::functional::onednn_linear_available())
       bound("onednn_linear (Linear layers through oneDNN's matmul), fp32", o,
-            with([](auto& v) { v.onednn_linear = corridorkey::AutoSwitch::On; }), 1e-4);
+            with([](auto& v) { v.engine.onednn_linear = corridorkey::AutoSwitch::On; }), 1e-4);
     if (dev_.is_cuda()) {
       auto eager = with([](auto& v) {
-        v.flash_attention = v.fused_decoder = true;
-        v.model_precision = Precision::Float16;
+        v.model.flash_attention = v.model.fused_decoder = true;
+        v.model.model_precision = Precision::Float16;
       });
       auto graph = eager;
-      graph.compile_mode = CompileMode::ReduceOverhead;
+      graph.engine.compile_mode = CompileMode::ReduceOverhead;
       // Replay runs the captured kernels on the same input: identical results expected.
       std::string notes;
-      auto b = corridorkey::detail::build_runner(graph, dev_, notes);
+      auto b = corridorkey::detail::build_runner(graph.model, graph.engine, dev_, notes);
       (void)b.runner->run(x_);  // captures the graph
       const auto replay = b.runner->run(x_);
       const auto [ea, ef] = forward(eager);
@@ -290,21 +290,21 @@ class Checker {
     for (const auto& prof : a_.profiles)
       for (const auto& prec : precisions()) {
         auto o = modelcheck::load_flat_profile(a_.profile_dir, prof);
-        set_engine_option(o, "model_precision", prec);
-        o.checkpoint = a_.checkpoint;
-        o.random_weights_arch = a_.checkpoint.empty() ? a_.arch : "";
-        o.random_weights_seed = a_.seed;
-        o.img_size = a_.img_size;
-        o.device = device_;
+        set_option(o, "model_precision", prec);
+        o.model.checkpoint = a_.checkpoint;
+        o.model.random_weights_arch = a_.checkpoint.empty() ? a_.arch : "";
+        o.model.random_weights_seed = a_.seed;
+        o.engine.img_size = a_.img_size;
+        o.model.device = device_;
         rows_.push_back(row(o, prof, prec, ref_a, ref_f));
         print_row(rows_.back());
       }
   }
 
-  Row row(const EngineOptions& o, const std::string& prof, const std::string& prec,
+  Row row(const Profile& o, const std::string& prof, const std::string& prec,
           const torch::Tensor& ref_a, const torch::Tensor& ref_f) {
     std::string notes;
-    auto b = corridorkey::detail::build_runner(o, dev_, notes);
+    auto b = corridorkey::detail::build_runner(o.model, o.engine, dev_, notes);
     Row r;
     r.profile = prof;
     r.precision = b.runner->precision();

@@ -19,11 +19,11 @@ namespace corridorkey::python {
 
 namespace nb = nanobind;
 
-/// corridorkey.Model: the loaded weights and the options they were loaded with (the profile
-/// and overrides that engines start from).
+/// corridorkey.Model: the loaded weights, and the profile with the overrides they were
+/// loaded with: its `engine` half is what Model.engine() starts from.
 struct PyModel {
   std::shared_ptr<const Model> model;
-  EngineOptions options;
+  Profile options;
 };
 
 /// corridorkey.Engine: an engine on a Model. Calls on one engine are serialised (the engine
@@ -62,7 +62,8 @@ nb::list text_list(const std::vector<std::string>& texts);
 
 /// Sets `key` of `options` from a keyword argument (the CLI's keys and units: despill 0-10),
 /// ConfigError naming `source` and the key when it is not an option or the value is refused.
-void set_option(EngineOptions& options, const std::string& key, nb::handle value, const std::string& source);
+void set_option(Profile& options, const std::string& key, nb::handle value, const std::string& source);
+void set_option(EngineSettings& options, const std::string& key, nb::handle value, const std::string& source);
 
 /// The interpreter is shutting down (a thread must not take the GIL any more).
 bool finalizing();

@@ -276,7 +276,7 @@ void bind_frames(nb::class_<PyEngine>& engine) {
             RawFrame raw = key_frame(*e.engine, nullptr, std::move(src), settings);
             // A batch is estimated once, as a clip is: its first frame's backing keys the rest.
             settings.screen = raw.backing;
-            PostSettings post = post_settings(e.engine->options(), raw.backing);
+            PostSettings post = post_settings(e.engine->settings(), raw.backing);
             post.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
             FinishedFrame done = finish_frame(raw, post, want & kProcessed, want & kComp);
             for (auto& s : slots) {

@@ -319,8 +319,8 @@ std::string key_text(nb::handle k, const std::string& what) { return str_text(k,
 /// The profile argument: a profile's name or a YAML file's path (str, bytes, os.PathLike).
 std::string profile_text(nb::handle profile) { return path_text(profile, "profile"); }
 
-EngineOptions profile_with(const std::string& profile, const nb::kwargs& overrides, const std::string& what) {
-  EngineOptions o = load_profile(profile);
+Profile profile_with(const std::string& profile, const nb::kwargs& overrides, const std::string& what) {
+  Profile o = load_profile(profile);
   for (auto [k, v] : overrides) set_option(o, key_text(k, what), v, what);
   return o;
 }
@@ -331,23 +331,23 @@ PyModel load_model(nb::object checkpoint, nb::object profile, nb::object device,
   m.options = profile_with(profile_text(profile), overrides, "Model.load");
   // None is the bundled demo model; an empty path is a mistake (an unset variable), not a choice.
   if (!checkpoint.is_none()) {
-    m.options.checkpoint = path_text(checkpoint, "checkpoint");
-    if (m.options.checkpoint.empty())
+    m.options.model.checkpoint = path_text(checkpoint, "checkpoint");
+    if (m.options.model.checkpoint.empty())
       throw ConfigError("checkpoint: an empty path (None loads the bundled demo model)");
   } else {
-    m.options.checkpoint = default_checkpoint();
+    m.options.model.checkpoint = default_checkpoint();
   }
   set_option(m.options, "device", device, "Model.load");
   set_option(m.options, "img_size", img_size, "Model.load");
   validate_profile(m.options, "Model.load");
   Unlocked nogil;  // declared first, so the work is counted off before it takes the GIL back
   Busy busy;
-  m.model = Model::load(m.options.model(), m.options.engine());
+  m.model = Model::load(m.options.model, m.options.engine);
   return m;
 }
 
 PyEngine* make_engine(const PyModel& m, const nb::kwargs& overrides) {
-  EngineOptions o = m.options;
+  EngineSettings o = m.options.engine;  // the Model's options stay the Model's
   for (auto [k, v] : overrides) {
     const auto key = key_text(k, "Model.engine");
     for (const auto& f : engine_option_fields())
@@ -356,11 +356,11 @@ PyEngine* make_engine(const PyModel& m, const nb::kwargs& overrides) {
                           "give it to Model.load");
     set_option(o, key, v, "Model.engine");
   }
-  validate_profile(o, "Model.engine");
+  validate_profile(Profile{m.model->options(), o}, "Model.engine");
   auto e = std::make_unique<PyEngine>();
   Unlocked nogil;
   Busy busy;
-  e->engine = create_engine(m.model, o.engine());
+  e->engine = create_engine(m.model, o);
   return e.release();
 }
 
@@ -485,7 +485,7 @@ struct CallbackFailure : std::exception {
 };
 
 nb::dict run_job(nb::object clips, nb::object profile, nb::object on_event, const nb::kwargs& overrides) {
-  EngineOptions o = load_profile(profile_text(profile));
+  Profile o = load_profile(profile_text(profile));
   InferenceOptions job;
   const bool one = nb::isinstance<nb::str>(clips) || nb::isinstance<nb::bytes>(clips) ||
                    PyObject_HasAttrString(clips.ptr(), "__fspath__");
@@ -710,8 +710,12 @@ nb::list text_list(const std::vector<std::string>& texts) {
   return l;
 }
 
-void set_option(EngineOptions& o, const std::string& key, nb::handle value, const std::string& source) {
-  set_engine_option(o, key, option_text(value, key), source);
+void set_option(Profile& o, const std::string& key, nb::handle value, const std::string& source) {
+  corridorkey::set_option(o, key, option_text(value, key), source);
+}
+
+void set_option(EngineSettings& o, const std::string& key, nb::handle value, const std::string& source) {
+  corridorkey::set_option(o, key, option_text(value, key), source);
 }
 
 }  // namespace corridorkey::python

@@ -25,7 +25,7 @@ int main() {
     // Colour spaces from the public header: the built-in names, no config read.
     if (corridorkey::list_colour_spaces("").front().name != "srgb") return 1;
     auto options = corridorkey::load_profile("original");
-    options.device = "cpu";  // checkpoint left empty: the bundled default
+    options.model.device = "cpu";  // checkpoint left empty: the bundled default
     corridorkey::OriginalEngine engine(options);
 
     const int w = 160, h = 90;

@@ -16,11 +16,11 @@ int main() {
   try {
     // A profile fills both halves; the host keeps the weights' options apart from the
     // engine's settings, as llama.cpp's model and context params.
-    const corridorkey::EngineOptions profile = corridorkey::load_profile("original");
-    corridorkey::ModelOptions model_options = profile.model();
+    const corridorkey::Profile profile = corridorkey::load_profile("original");
+    corridorkey::ModelOptions model_options = profile.model;
     model_options.checkpoint = CK_CHECKPOINT;  // the installed bundled model
     model_options.device = "auto";             // CUDA, then MPS, then CPU
-    corridorkey::EngineSettings settings = profile.engine();
+    corridorkey::EngineSettings settings = profile.engine;
     auto model = corridorkey::Model::load(model_options, settings);  // the plan is made for `settings`
     corridorkey::OriginalEngine engine(model, settings);
     std::mutex engine_mutex;

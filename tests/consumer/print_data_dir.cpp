@@ -7,9 +7,9 @@
 #include <cstdio>
 
 int main() {
-  const corridorkey::EngineOptions draft = corridorkey::load_profile("draft");
+  const corridorkey::Profile draft = corridorkey::load_profile("draft");
   std::printf("data_dir %s\nprofile_dir %s\ndefault_checkpoint %s\ndraft img_size %lld\n",
               corridorkey::data_dir().c_str(), corridorkey::profile_dir().c_str(),
-              corridorkey::default_checkpoint().c_str(), static_cast<long long>(draft.img_size));
+              corridorkey::default_checkpoint().c_str(), static_cast<long long>(draft.engine.img_size));
   return 0;
 }

@@ -14,7 +14,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    corridorkey::EngineOptions o;
+    corridorkey::Profile o;
     corridorkey::apply_profile_yaml(o, text, "fuzz.yaml");
     (void)corridorkey::to_yaml(o);
   } catch (const corridorkey::Error&) {
@@ -34,8 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto nl = text.find('\n');
   if (nl != std::string::npos) {
     try {
-      corridorkey::EngineOptions o;
-      corridorkey::set_engine_option(o, text.substr(0, nl), text.substr(nl + 1));
+      corridorkey::Profile o;
+      corridorkey::set_option(o, text.substr(0, nl), text.substr(nl + 1));
     } catch (const corridorkey::Error&) {
     }
     try {

@@ -4,6 +4,7 @@
 // plain forward when nothing is traded, and validated as the issue asks.
 #include <corridorkey/engine.h>
 #include <corridorkey/errors.h>
+#include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
 
 #include <catch2/catch.hpp>
@@ -18,13 +19,13 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-EngineOptions tiny256(const std::string& profile) {
+Profile tiny256(const std::string& profile) {
   auto o = load_profile(profile);
-  o.checkpoint = ck_test::fixture("tiny256.pth");
-  o.img_size = 256;
-  o.device = "cpu";
-  o.tune = TuneMode::Off;               // no trials in unit-sized tests
-  o.model_precision = Precision::Float32;
+  o.model.checkpoint = ck_test::fixture("tiny256.pth");
+  o.engine.img_size = 256;
+  o.model.device = "cpu";
+  o.model.tune = TuneMode::Off;               // no trials in unit-sized tests
+  o.model.model_precision = Precision::Float32;
   return o;
 }
 
@@ -75,7 +76,7 @@ TEST_CASE("backbone_size equal to img_size is bit-identical to the plain forward
   const auto a = OptimizedEngine(base).run_model(in);
   for (const std::string v : {"256", "100%", "0"}) {
     auto o = base;
-    set_profile_field(o, "backbone_size", v);
+    set_option(o, "backbone_size", v, "command line", OptionScope::Profile);
     OptimizedEngine e(o);
     CHECK(e.info().backbone_size == 256);
     const auto b = e.run_model(in);
@@ -89,7 +90,7 @@ TEST_CASE("draft profile: backbone at half of img_size, refiner at img_size", "[
   const auto in = seeded(256);
   const auto full = OptimizedEngine(tiny256("optimized")).run_model(in);
   auto o = tiny256("draft");
-  CHECK(o.backbone_percent == 50);
+  CHECK(o.engine.backbone_percent == 50);
   OptimizedEngine e(o);
   CHECK(e.info().img_size == 256);
   CHECK(e.info().backbone_size == 128);
@@ -101,8 +102,8 @@ TEST_CASE("draft profile: backbone at half of img_size, refiner at img_size", "[
   for (float v : d.alpha) REQUIRE((v >= 0.0f && v <= 1.0f));
   // The tiled refiner is exact with a decoupled backbone too (the refiner sees img_size).
   auto tiled = o;
-  tiled.tiled_refiner = RefinerTiling::On;
-  tiled.tile_size = 128;
+  tiled.engine.tiled_refiner = RefinerTiling::On;
+  tiled.engine.tile_size = 128;
   const auto t = OptimizedEngine(tiled).run_model(in);
   CHECK(max_diff(t.alpha, d.alpha) <= 1e-4);
   CHECK(max_diff(t.fg, d.fg) <= 1e-4);
@@ -110,33 +111,33 @@ TEST_CASE("draft profile: backbone at half of img_size, refiner at img_size", "[
 
 TEST_CASE("backbone_size off the grid rounds down with a note; bad sizes are usage errors", "[model]") {
   auto o = tiny256("optimized");
-  o.backbone_size = 100;  // 96 is the nearest multiple of 32 below
+  o.engine.backbone_size = 100;  // 96 is the nearest multiple of 32 below
   OptimizedEngine e(o);
   CHECK(e.info().backbone_size == 96);
   CHECK_THAT(e.info().notes, Contains("backbone_size 100 rounded down to 96"));
 
   auto pct = tiny256("optimized");
-  set_profile_field(pct, "backbone_size", "30%");  // 76.8 px -> 76 -> 64
+  set_option(pct, "backbone_size", "30%", "command line", OptionScope::Profile);  // 76.8 px -> 76 -> 64
   OptimizedEngine ep(pct);
   CHECK(ep.info().backbone_size == 64);
   CHECK_THAT(ep.info().notes, Contains("30% of img_size 256"));
 
   auto big = tiny256("optimized");
-  big.backbone_size = 512;
+  big.engine.backbone_size = 512;
   CHECK_THROWS_MATCHES(OptimizedEngine(big), ConfigError,
                        Catch::Matchers::Message("backbone_size 512 is larger than img_size 256: the "
                                                 "backbone runs at img_size or below (0 = img_size)"));
   auto small = tiny256("optimized");
-  small.backbone_size = 20;
+  small.engine.backbone_size = 20;
   CHECK_THROWS_WITH(OptimizedEngine(small), Contains("below the smallest backbone size 32"));
 
   auto o2 = load_profile("optimized");
-  CHECK_THROWS_WITH(set_profile_field(o2, "backbone_size", "-64"), Contains("backbone_size"));
-  CHECK_THROWS_AS(set_profile_field(o2, "backbone_size", "-64"), ConfigError);
-  CHECK_THROWS_AS(set_profile_field(o2, "backbone_size", "0%"), ConfigError);
-  CHECK_THROWS_AS(set_profile_field(o2, "backbone_size", "150%"), ConfigError);
-  CHECK_THROWS_AS(set_profile_field(o2, "backbone_size", "half"), ConfigError);
-  set_profile_field(o2, "backbone_size", "50%");
+  CHECK_THROWS_WITH(set_option(o2, "backbone_size", "-64", "command line", OptionScope::Profile), Contains("backbone_size"));
+  CHECK_THROWS_AS(set_option(o2, "backbone_size", "-64", "command line", OptionScope::Profile), ConfigError);
+  CHECK_THROWS_AS(set_option(o2, "backbone_size", "0%", "command line", OptionScope::Profile), ConfigError);
+  CHECK_THROWS_AS(set_option(o2, "backbone_size", "150%", "command line", OptionScope::Profile), ConfigError);
+  CHECK_THROWS_AS(set_option(o2, "backbone_size", "half", "command line", OptionScope::Profile), ConfigError);
+  set_option(o2, "backbone_size", "50%", "command line", OptionScope::Profile);
   CHECK(profile_fields(o2).size() > 0);
   bool printed = false;
   for (const auto& [k, v] : profile_fields(o2))
@@ -146,7 +147,7 @@ TEST_CASE("backbone_size off the grid rounds down with a note; bad sizes are usa
 
 TEST_CASE("token routing plans its masks at the backbone size", "[model]") {
   auto o = tiny256("experimental");
-  set_profile_field(o, "backbone_size", "50%");
+  set_option(o, "backbone_size", "50%", "command line", OptionScope::Profile);
   OptimizedEngine e(o);
   CHECK(e.info().backbone_size == 128);
   const auto r = e.run_model(seeded(256));

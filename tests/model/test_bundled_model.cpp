@@ -49,7 +49,7 @@ TEST_CASE("bundled model keeps its measured quality on the sample clip", "[model
   const char* regen_env = std::getenv("CK_REGEN_BUNDLED_METRICS");
   const bool regen = regen_env && *regen_env && std::string(regen_env) != "0";
   auto o = load_profile("original");
-  o.device = "cpu";  // bundled default checkpoint, img_size 0: the checkpoint's own size
+  o.model.device = "cpu";  // bundled default checkpoint, img_size 0: the checkpoint's own size
   OriginalEngine e(o);
   CHECK(e.info().checkpoint.find(expected.at("checkpoint").get<std::string>()) != std::string::npos);
   CHECK(e.info().img_size == expected.at("img_size").get<int64_t>());
@@ -98,13 +98,13 @@ TEST_CASE("each native precision keys the sample clip within 2% SAD of float32",
   if (cpu.avx512_bf16 || cpu.amx) precisions.push_back(Precision::BFloat16);
   else std::cout << "SKIPPED the bfloat16 case: this CPU has no native bfloat16 (avx512_bf16 or amx_bf16)\n";
   auto exact = load_profile("original");
-  exact.device = "cpu";
+  exact.model.device = "cpu";
   OriginalEngine b(exact);
   for (const Precision p : precisions) {
     auto fast = load_profile("optimized");
-    fast.device = "cpu";
-    fast.tune = TuneMode::Off;
-    fast.model_precision = p;
+    fast.model.device = "cpu";
+    fast.model.tune = TuneMode::Off;
+    fast.model.model_precision = p;
     OptimizedEngine a(fast);
     double sad_fast = 0, sad_exact = 0;
     for (const char* name : {"frame_0001", "frame_0006", "frame_0011", "frame_0016"}) {

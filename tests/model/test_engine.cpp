@@ -26,11 +26,11 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-EngineOptions tiny(const std::string& profile, int64_t img = 256) {
+Profile tiny(const std::string& profile, int64_t img = 256) {
   auto o = load_profile(profile);
-  o.checkpoint = ck_test::fixture("tiny256.pth");
-  o.img_size = img;
-  o.device = "cpu";
+  o.model.checkpoint = ck_test::fixture("tiny256.pth");
+  o.engine.img_size = img;
+  o.model.device = "cpu";
   return o;
 }
 
@@ -40,7 +40,7 @@ using ck_test::max_diff;
 struct Drift {
   double alpha, fg;
 };
-Drift drift(const EngineOptions& base, const EngineOptions& other, int64_t S) {
+Drift drift(const Profile& base, const Profile& other, int64_t S) {
   const auto in = seeded(S, 11);
   const auto a = OriginalEngine(base).run_model(in);
   const auto b = OptimizedEngine(other).run_model(in);
@@ -52,7 +52,7 @@ Drift drift(const EngineOptions& base, const EngineOptions& other, int64_t S) {
 TEST_CASE("flash attention: fp32 alpha/fg within 1e-5 of the 5-D path", "[model]") {
   auto base = tiny("original");
   auto flash = base;
-  flash.flash_attention = true;
+  flash.model.flash_attention = true;
   const auto d = drift(base, flash, 256);
   INFO("alpha " << d.alpha << " fg " << d.fg);
   CHECK(d.alpha <= 1e-5);
@@ -62,8 +62,8 @@ TEST_CASE("flash attention: fp32 alpha/fg within 1e-5 of the 5-D path", "[model]
 TEST_CASE("tiled refiner: fp32 alpha/fg within 1e-4 of the untiled refiner", "[model]") {
   auto base = tiny("original");
   auto tiled = base;
-  tiled.tiled_refiner = RefinerTiling::On;
-  tiled.tile_size = 64;  // 16 tiles at 256
+  tiled.engine.tiled_refiner = RefinerTiling::On;
+  tiled.engine.tile_size = 64;  // 16 tiles at 256
   const auto d = drift(base, tiled, 256);
   INFO("alpha " << d.alpha << " fg " << d.fg);
   CHECK(d.alpha <= 1e-4);
@@ -73,7 +73,7 @@ TEST_CASE("tiled refiner: fp32 alpha/fg within 1e-4 of the untiled refiner", "[m
 TEST_CASE("channels-last convolutions: fp32 alpha/fg within 1e-5 of NCHW", "[model]") {
   auto base = tiny("original");
   auto cl = base;
-  cl.channels_last = true;
+  cl.model.channels_last = true;
   const auto d = drift(base, cl, 256);
   INFO("alpha " << d.alpha << " fg " << d.fg);
   CHECK(d.alpha <= 1e-5);
@@ -83,9 +83,9 @@ TEST_CASE("channels-last convolutions: fp32 alpha/fg within 1e-5 of NCHW", "[mod
 TEST_CASE("fused refiner GroupNorms: fp32 alpha/fg within 1e-5 of the eager refiner", "[model]") {
   for (bool cl : {false, true}) {
     auto base = tiny("original");
-    base.channels_last = cl;
+    base.model.channels_last = cl;
     auto fused = base;
-    fused.fused_refiner = true;
+    fused.engine.fused_refiner = true;
     OptimizedEngine e(fused);
     CHECK(e.info().refiner == "whole image, fused GroupNorm");
     const auto d = drift(base, fused, 256);
@@ -97,22 +97,22 @@ TEST_CASE("fused refiner GroupNorms: fp32 alpha/fg within 1e-5 of the eager refi
 
 TEST_CASE("refiner tiling follows the memory budget", "[model]") {
   auto o = tiny("optimized");
-  o.tune = TuneMode::Off;  // the memory rule alone (with tune on, a trial may choose tiling)
-  o.model_precision = Precision::Float32;
-  o.tiled_refiner = RefinerTiling::Auto;
-  o.tile_size = 64;
-  o.refiner_memory_budget_mb = 1;  // the whole 256 x 256 refiner needs ~3.7 MiB
+  o.model.tune = TuneMode::Off;  // the memory rule alone (with tune on, a trial may choose tiling)
+  o.model.model_precision = Precision::Float32;
+  o.engine.tiled_refiner = RefinerTiling::Auto;
+  o.engine.tile_size = 64;
+  o.engine.refiner_memory_budget_mb = 1;  // the whole 256 x 256 refiner needs ~3.7 MiB
   OptimizedEngine small(o);
   CHECK(small.info().refiner == "tiled 64 px");
   CHECK_THAT(small.info().notes, Contains("budget 1 MiB -> tiled"));
-  o.refiner_memory_budget_mb = 64;
+  o.engine.refiner_memory_budget_mb = 64;
   OptimizedEngine big(o);
   CHECK(big.info().refiner == "whole image, fused GroupNorm");
-  o.refiner_memory_budget_mb = 0;  // auto: half the free host memory
+  o.engine.refiner_memory_budget_mb = 0;  // auto: half the free host memory
   CHECK(OptimizedEngine(o).info().refiner == "whole image, fused GroupNorm");
   // Forced tiling and the budget's choice give the same matte within the tiling bound.
   auto forced = o;
-  forced.tiled_refiner = RefinerTiling::On;
+  forced.engine.tiled_refiner = RefinerTiling::On;
   const auto d = drift(tiny("original"), forced, 256);
   CHECK(d.alpha <= 1e-4);
 }
@@ -132,10 +132,10 @@ TEST_CASE("model_precision auto resolves per device, never float16 on a CPU", "[
 
 TEST_CASE("native bf16 attention: same matte as LibTorch's bf16 attention within bf16 noise", "[model]") {
   auto base = tiny("original");
-  base.model_precision = Precision::BFloat16;
-  base.flash_attention = true;
+  base.model.model_precision = Precision::BFloat16;
+  base.model.flash_attention = true;
   auto native = base;
-  native.native_attention = AutoSwitch::On;
+  native.model.native_attention = AutoSwitch::On;
   OptimizedEngine e(native);
   if (e.info().attention.find("native") == std::string::npos) {
     std::cout << "SKIPPED: no AVX-512 BF16 here, the native kernel does not run\n";
@@ -150,10 +150,10 @@ TEST_CASE("native bf16 attention: same matte as LibTorch's bf16 attention within
 
 TEST_CASE("native fp32 attention: the matte of LibTorch's SDPA within fp32 rounding", "[model]") {
   auto base = tiny("original");
-  base.model_precision = Precision::Float32;
-  base.flash_attention = true;
+  base.model.model_precision = Precision::Float32;
+  base.model.flash_attention = true;
   auto native = base;
-  native.native_attention = AutoSwitch::On;
+  native.model.native_attention = AutoSwitch::On;
   OptimizedEngine e(native);
   if (!corridorkey::kernels::native_attention_f32_available()) {
     std::cout << "SKIPPED: no AVX2 + FMA here, the native kernel does not run\n";
@@ -172,10 +172,10 @@ TEST_CASE("native fp32 attention: the matte of LibTorch's SDPA within fp32 round
 
 TEST_CASE("the host block cache moves tensors, not the matte", "[model]") {
   auto off = tiny("optimized");
-  off.model_precision = Precision::Float32;
-  off.host_block_cache = false;
+  off.model.model_precision = Precision::Float32;
+  off.model.host_block_cache = false;
   auto on = off;
-  on.host_block_cache = true;
+  on.model.host_block_cache = true;
   const auto before = corridorkey::detail::host_block_stats();
   const auto in = seeded(256, 11);
   const auto a = OptimizedEngine(off).run_model(in);
@@ -199,14 +199,14 @@ TEST_CASE("token chunks change nothing in the matte", "[model][slow]") {
   // hiera_base_plus at 512: stage 1 (16384 tokens, 448-wide MLP rows: 28 MiB) and stage 2 are
   // where chunking pays, so the chunked path really runs there.
   auto whole = load_profile("original");
-  whole.random_weights_arch = "hiera_base_plus";
-  whole.img_size = 512;
-  whole.device = "cpu";
+  whole.model.random_weights_arch = "hiera_base_plus";
+  whole.engine.img_size = 512;
+  whole.model.device = "cpu";
   const corridorkey::model::BlockSpec spec{112, 112, 2, 1, 64, true, 448};
   corridorkey::model::HieraBlock stage1(spec);
   REQUIRE(stage1->chunk_pays(16384));
   auto chunked = whole;
-  chunked.token_chunk = 300;  // leaves a tail chunk
+  chunked.model.token_chunk = 300;  // leaves a tail chunk
   const auto in = seeded(512, 11);
   const auto a = OriginalEngine(whole).run_model(in);
   const auto b = OriginalEngine(chunked).run_model(in);
@@ -217,8 +217,8 @@ TEST_CASE("token chunks change nothing in the matte", "[model][slow]") {
 
 TEST_CASE("optimized profile at fp32 stays within 1e-4 of original", "[model]") {
   auto opt = tiny("optimized");
-  opt.model_precision = Precision::Float32;
-  opt.tile_size = 64;
+  opt.model.model_precision = Precision::Float32;
+  opt.engine.tile_size = 64;
   const auto d = drift(tiny("original"), opt, 256);
   CHECK(d.alpha <= 1e-4);
   CHECK(d.fg <= 1e-4);
@@ -229,8 +229,8 @@ TEST_CASE("half precisions run on CPU and drift boundedly from fp32", "[model]")
   for (auto [prec, mixed] : {std::pair{Precision::BFloat16, false}, std::pair{Precision::BFloat16, true},
                              std::pair{Precision::Float16, false}}) {
     auto o = tiny("original");
-    o.model_precision = prec;
-    o.mixed_precision = mixed;
+    o.model.model_precision = prec;
+    o.model.mixed_precision = mixed;
     const auto d = drift(tiny("original"), o, 256);
     INFO(to_string(prec) << (mixed ? " mixed" : "") << ": alpha " << d.alpha << " fg " << d.fg);
     CHECK(d.alpha > 0);  // it really ran in reduced precision
@@ -242,15 +242,15 @@ TEST_CASE("half precisions run on CPU and drift boundedly from fp32", "[model]")
 TEST_CASE("compile modes that cannot apply say what runs instead", "[model]") {
   for (auto mode : {CompileMode::ReduceOverhead, CompileMode::MaxAutotune, CompileMode::Default}) {
     auto o = tiny("original");
-    o.compile_mode = mode;
+    o.engine.compile_mode = mode;
     OptimizedEngine e(o);
     CHECK(e.info().compile_mode_effective == "eager");
     CHECK_THAT(e.info().notes, Contains(to_string(mode)) && Contains("running eager"));
   }
   // A package that cannot be loaded falls back to eager with one note, never a crash.
   auto o = tiny("original", 128);
-  o.compile_mode = CompileMode::MaxAutotune;
-  o.aoti_package = "/nonexistent/model.pt2";
+  o.engine.compile_mode = CompileMode::MaxAutotune;
+  o.engine.aoti_package = "/nonexistent/model.pt2";
   OptimizedEngine e(o);
   CHECK(e.info().compile_mode_effective == "eager");
   CHECK_THAT(e.info().notes, Contains("/nonexistent/model.pt2") && Contains("running eager"));
@@ -260,9 +260,9 @@ TEST_CASE("compile modes that cannot apply say what runs instead", "[model]") {
 
 TEST_CASE("process_frame keys a frame: sizes, ranges, post-processing consistency", "[model]") {
   auto o = tiny("original", 128);
-  o.track_host_memory = true;
-  o.despeckle = false;  // processed alpha must then equal the raw alpha
-  o.despill_strength = 0.0;
+  o.model.track_host_memory = true;
+  o.engine.despeckle = false;  // processed alpha must then equal the raw alpha
+  o.engine.despill_strength = 0.0;
   OriginalEngine e(o);
   const int W = 96, H = 72;
   std::vector<uint8_t> plate(W * H * 4);
@@ -298,13 +298,13 @@ TEST_CASE("process_frame keys a frame: sizes, ranges, post-processing consistenc
 
 TEST_CASE("engine errors are typed and name the problem", "[model]") {
   auto o = tiny("original");
-  o.checkpoint = "/nonexistent/CorridorKey.pth";
+  o.model.checkpoint = "/nonexistent/CorridorKey.pth";
   CHECK_THROWS_AS(OriginalEngine(o), IoError);
   o = tiny("original");
-  o.device = "cuda:3";
+  o.model.device = "cuda:3";
   CHECK_THROWS_AS(OriginalEngine(o), DeviceError);
   o = tiny("original");
-  o.img_size = 100;
+  o.engine.img_size = 100;
   CHECK_THROWS_WITH(OriginalEngine(o), Contains("img_size 100"));
   OriginalEngine e(tiny("original", 128));
   CHECK_THROWS_AS(e.run_model(std::vector<float>(10)), IoError);
@@ -313,23 +313,23 @@ TEST_CASE("engine errors are typed and name the problem", "[model]") {
 }
 
 TEST_CASE("create_engine picks the class by the profile's engine field", "[model]") {
-  auto e = create_engine(tiny("original", 128).model(), tiny("original", 128).engine());
+  auto e = create_engine(tiny("original", 128).model, tiny("original", 128).engine);
   CHECK(dynamic_cast<OriginalEngine*>(e.get()) != nullptr);
   auto o = tiny("optimized", 128);
-  o.model_precision = Precision::Float32;
-  auto e2 = create_engine(o.model(), o.engine());
+  o.model.model_precision = Precision::Float32;
+  auto e2 = create_engine(o.model, o.engine);
   CHECK(dynamic_cast<OptimizedEngine*>(e2.get()) != nullptr);
   CHECK(e2->info().arch == "tiny");
   CHECK(e2->info().img_size == 128);
   // The field decides, not the profile's name.
   auto renamed = tiny("original", 128);
-  renamed.profile = "my-studio-profile";
-  renamed.engine_kind = EngineKind::Optimized;
-  auto e3 = create_engine(renamed.model(), renamed.engine());
+  renamed.engine.profile = "my-studio-profile";
+  renamed.engine.engine_kind = EngineKind::Optimized;
+  auto e3 = create_engine(renamed.model, renamed.engine);
   CHECK(dynamic_cast<OptimizedEngine*>(e3.get()) != nullptr);
-  renamed.engine_kind = EngineKind::Original;
-  renamed.profile = "optimized";
-  CHECK(dynamic_cast<OriginalEngine*>(create_engine(renamed.model(), renamed.engine()).get()) != nullptr);
+  renamed.engine.engine_kind = EngineKind::Original;
+  renamed.engine.profile = "optimized";
+  CHECK(dynamic_cast<OriginalEngine*>(create_engine(renamed.model, renamed.engine).get()) != nullptr);
 }
 
 TEST_CASE("verify restores the process-global TF32 switches it changes", "[model]") {
@@ -350,41 +350,41 @@ TEST_CASE("verify restores the process-global TF32 switches it changes", "[model
 TEST_CASE("execution plan: token routing never runs inside a CUDA graph or a package", "[unit]") {
   using corridorkey::detail::ExecKind;
   using corridorkey::detail::plan_execution;
-  EngineOptions o;
-  o.compile_mode = CompileMode::ReduceOverhead;
-  CHECK(plan_execution(o, /*cuda=*/true, /*routing=*/false).kind == ExecKind::CudaGraph);
-  auto routed = plan_execution(o, true, true);
+  Profile o;
+  o.engine.compile_mode = CompileMode::ReduceOverhead;
+  CHECK(plan_execution(o.engine, /*cuda=*/true, /*routing=*/false).kind == ExecKind::CudaGraph);
+  auto routed = plan_execution(o.engine, true, true);
   CHECK(routed.kind == ExecKind::Eager);
   REQUIRE(routed.notes.size() == 1);
   CHECK_THAT(routed.notes[0], Contains("token routing") && Contains("running eager"));
-  CHECK(plan_execution(o, false, false).kind == ExecKind::Eager);
-  o.compile_mode = CompileMode::Default;  // the experimental profile's mode
-  CHECK(plan_execution(o, true, false).kind == ExecKind::CudaGraph);
-  CHECK(plan_execution(o, true, true).kind == ExecKind::Eager);
-  o.aoti_package = "m.pt2";
-  CHECK(plan_execution(o, true, false).kind == ExecKind::Aoti);
-  CHECK(plan_execution(o, false, false).kind == ExecKind::Aoti);
-  CHECK(plan_execution(o, true, true).kind == ExecKind::Eager);
+  CHECK(plan_execution(o.engine, false, false).kind == ExecKind::Eager);
+  o.engine.compile_mode = CompileMode::Default;  // the experimental profile's mode
+  CHECK(plan_execution(o.engine, true, false).kind == ExecKind::CudaGraph);
+  CHECK(plan_execution(o.engine, true, true).kind == ExecKind::Eager);
+  o.engine.aoti_package = "m.pt2";
+  CHECK(plan_execution(o.engine, true, false).kind == ExecKind::Aoti);
+  CHECK(plan_execution(o.engine, false, false).kind == ExecKind::Aoti);
+  CHECK(plan_execution(o.engine, true, true).kind == ExecKind::Eager);
   // A decoupled backbone: the package is not trusted to hold the resize.
-  CHECK(plan_execution(o, true, false, /*decoupled=*/true).kind == ExecKind::CudaGraph);
-  const auto dec = plan_execution(o, false, false, true);
+  CHECK(plan_execution(o.engine, true, false, /*decoupled=*/true).kind == ExecKind::CudaGraph);
+  const auto dec = plan_execution(o.engine, false, false, true);
   CHECK(dec.kind == ExecKind::Eager);
   REQUIRE(dec.notes.size() == 1);
   CHECK_THAT(dec.notes[0], Contains("not this backbone_size") && Contains("running eager"));
-  o.compile_mode = CompileMode::None;
-  CHECK(plan_execution(o, true, true).kind == ExecKind::Eager);
-  CHECK(plan_execution(o, true, true).notes.empty());
+  o.engine.compile_mode = CompileMode::None;
+  CHECK(plan_execution(o.engine, true, true).kind == ExecKind::Eager);
+  CHECK(plan_execution(o.engine, true, true).notes.empty());
   // The experimental profile on CUDA: routing and a compile mode ask for both.
   auto exp = load_profile("experimental");
-  CHECK(exp.token_routing);
-  CHECK(plan_execution(exp, true, exp.token_routing).kind == ExecKind::Eager);
+  CHECK(exp.model.token_routing);
+  CHECK(plan_execution(exp.engine, true, exp.model.token_routing).kind == ExecKind::Eager);
 }
 
 TEST_CASE("out of memory: degrade retries the frame tiled, then in half precision", "[model]") {
   auto o = tiny("original");
-  o.tiled_refiner = RefinerTiling::Off;
-  o.tile_size = 64;
-  o.on_oom = OnOom::Degrade;
+  o.engine.tiled_refiner = RefinerTiling::Off;
+  o.engine.tile_size = 64;
+  o.engine.on_oom = OnOom::Degrade;
   OptimizedEngine e(o);
   const auto in = seeded(256, 5);
   const auto clean = e.run_model(in);
@@ -407,7 +407,7 @@ TEST_CASE("out of memory: degrade retries the frame tiled, then in half precisio
     e.run_model(in);
   }(), Contains("out of memory") && Contains("even after degrading"));
   // fail: the first out-of-memory fails the frame.
-  o.on_oom = OnOom::Fail;
+  o.engine.on_oom = OnOom::Fail;
   OptimizedEngine f(o);
   corridorkey::detail::inject_out_of_memory(1);
   CHECK_THROWS_WITH(f.run_model(in), Contains("out of memory at img_size 256"));

@@ -27,11 +27,11 @@ std::string sample(const std::string& folder, const std::string& name) {
   return std::string(src) + "/samples/greenscreen_demo/" + folder + "/" + name;
 }
 
-EngineOptions bundled() {
+Profile bundled() {
   auto o = load_profile("original");
-  o.checkpoint = "";  // the bundled default checkpoint
-  o.device = "cpu";
-  o.model_precision = Precision::Float32;
+  o.model.checkpoint = "";  // the bundled default checkpoint
+  o.model.device = "cpu";
+  o.model.model_precision = Precision::Float32;
   return o;
 }
 

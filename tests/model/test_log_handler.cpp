@@ -69,12 +69,12 @@ struct ResetLog {
   ~ResetLog() { reset_log_handler(); }
 };
 
-EngineOptions tiny() {
+Profile tiny() {
   auto o = load_profile("original");
-  o.checkpoint = ck_test::fixture("tiny256.pth");
-  o.img_size = 256;
-  o.device = "cpu";
-  o.threads = 1024;  // more than this process may use: a note, on every engine built
+  o.model.checkpoint = ck_test::fixture("tiny256.pth");
+  o.engine.img_size = 256;
+  o.model.device = "cpu";
+  o.model.threads = 1024;  // more than this process may use: a note, on every engine built
   return o;
 }
 
@@ -91,9 +91,9 @@ TEST_CASE("set_log_handler receives the engine's notes and warnings; stderr stay
   std::string notes, err;
   {
     StderrCapture cap;
-    auto engine = create_engine(tiny().model(), tiny().engine());
+    auto engine = create_engine(tiny().model, tiny().engine);
     notes = engine->info().notes;
-    EngineOptions o = load_profile("original");
+    Profile o = load_profile("original");
     apply_profile_yaml(o, "tile_overlap: 32\n", "host.yaml");  // deprecated: a warning
     err = cap.finish();
   }
@@ -118,8 +118,8 @@ TEST_CASE("set_log_handler receives the engine's notes and warnings; stderr stay
       warn_only.lines.emplace_back(l, m);
     });
     StderrCapture cap;
-    auto engine = create_engine(tiny().model(), tiny().engine());
-    EngineOptions o = load_profile("original");
+    auto engine = create_engine(tiny().model, tiny().engine);
+    Profile o = load_profile("original");
     apply_profile_yaml(o, "tile_overlap: 32\n", "host.yaml");
     CHECK(cap.finish().empty());
     CHECK_FALSE(warn_only.has(LogLevel::Info, "threads 1024"));
@@ -134,7 +134,7 @@ TEST_CASE("set_log_handler receives the engine's notes and warnings; stderr stay
     });
     StderrCapture cap;
     std::unique_ptr<BaseEngine> engine;
-    REQUIRE_NOTHROW(engine = create_engine(tiny().model(), tiny().engine()));
+    REQUIRE_NOTHROW(engine = create_engine(tiny().model, tiny().engine));
     CHECK(engine != nullptr);
     CHECK(calls >= 1);
     CHECK(cap.finish().empty());
@@ -143,8 +143,8 @@ TEST_CASE("set_log_handler receives the engine's notes and warnings; stderr stay
   SECTION("the default handler writes today's stderr lines") {
     reset_log_handler();
     StderrCapture cap;
-    auto engine = create_engine(tiny().model(), tiny().engine());
-    EngineOptions o = load_profile("original");
+    auto engine = create_engine(tiny().model, tiny().engine);
+    Profile o = load_profile("original");
     apply_profile_yaml(o, "tile_overlap: 32\n", "host.yaml");
     const auto text = cap.finish();
     CHECK_THAT(text, Contains("corridorkey: threads 1024: this process may use"));

@@ -57,11 +57,11 @@ std::string source_dir() {
 }
 
 /// The bundled checkpoint as users' training writes it (torch.save of a state dict).
-EngineOptions bundled(const std::string& profile = "original") {
+Profile bundled(const std::string& profile = "original") {
   auto o = load_profile(profile);
-  o.checkpoint = source_dir() + "/checkpoints/greenformer_small_synthetic384.pth";
-  o.device = "cpu";
-  o.model_precision = Precision::Float32;
+  o.model.checkpoint = source_dir() + "/checkpoints/greenformer_small_synthetic384.pth";
+  o.model.device = "cpu";
+  o.model.model_precision = Precision::Float32;
   return o;
 }
 
@@ -93,7 +93,7 @@ TEST_CASE("two engines on one Model: one load, one copy, the single engine's mat
 
   const auto loads = corridorkey::detail::checkpoint_loads();
   const uint64_t rss0 = status_bytes("VmRSS");
-  auto model = Model::load(opt.model(), opt.engine());
+  auto model = Model::load(opt.model, opt.engine);
   const uint64_t rss_model = status_bytes("VmRSS");
   auto a = create_engine(model);
   (void)a->process_frame(frames[0].plate.view(), frames[0].hint.view());  // A's buffers exist
@@ -126,7 +126,7 @@ TEST_CASE("two engines on one Model: one load, one copy, the single engine's mat
   // What a copy of the weights costs, measured the same way: a second Model under the same
   // key is a second load (Model::load never shares; hosts keep the shared_ptr).
   const uint64_t before_copy = status_bytes("VmRSS");
-  auto copy = Model::load(opt.model(), opt.engine());
+  auto copy = Model::load(opt.model, opt.engine);
   const uint64_t copy_growth = status_bytes("VmRSS") - before_copy;
   CHECK(corridorkey::detail::checkpoint_loads() == loads + 2);
 
@@ -145,24 +145,24 @@ TEST_CASE("two engines on one Model: one load, one copy, the single engine's mat
 
 TEST_CASE("an engine on a Model: per-engine options may differ, the Model's may not", "[model][embedding]") {
   auto opt = bundled();
-  auto model = Model::load(opt.model(), opt.engine());
-  CHECK(model->key() == model_key(opt));
+  auto model = Model::load(opt.model, opt.engine);
+  CHECK(model->key() == model_key(opt.model));
   CHECK(model->key().find("model_precision=float32") != std::string::npos);
 
   auto post = opt;  // post-processing and the refiner are an engine's own
-  post.despill_strength = 0.1;
-  post.despeckle = false;
-  post.tiled_refiner = RefinerTiling::On;
-  post.tile_size = 128;
-  auto e = create_engine(model, post.engine());
-  CHECK(e->options().despill_strength == Approx(0.1));
-  CHECK_FALSE(e->options().despeckle);
+  post.engine.despill_strength = 0.1;
+  post.engine.despeckle = false;
+  post.engine.tiled_refiner = RefinerTiling::On;
+  post.engine.tile_size = 128;
+  auto e = create_engine(model, post.engine);
+  CHECK(e->settings().despill_strength == Approx(0.1));
+  CHECK_FALSE(e->settings().despeckle);
   CHECK(e->info().refiner.find("tiled") != std::string::npos);
   CHECK(create_engine(model)->info().refiner.find("tiled") == std::string::npos);
 
   auto other = opt;  // another precision is other weights: another key
-  other.model_precision = Precision::BFloat16;
-  CHECK(model_key(other) != model->key());
+  other.model.model_precision = Precision::BFloat16;
+  CHECK(model_key(other.model) != model->key());
   // The combined struct (deprecated for one release) carries a Model half: one of another
   // key is a ConfigError that says so, as before the split.
 #pragma GCC diagnostic push
@@ -192,17 +192,17 @@ TEST_CASE("Model::load from several threads at once: each load whole, each keys 
   const auto frames = sample_frames(1);
   auto plain = bundled();
   auto cl = bundled();
-  cl.channels_last = true;
-  REQUIRE(model_key(plain) != model_key(cl));
+  cl.model.channels_last = true;
+  REQUIRE(model_key(plain.model) != model_key(cl.model));
   Image expected, expected_cl;
   {
     OriginalEngine single(plain), single_cl(cl);
     expected = single.process_frame(frames[0].plate.view(), frames[0].hint.view()).alpha;
     expected_cl = single_cl.process_frame(frames[0].plate.view(), frames[0].hint.view()).alpha;
   }
-  auto ready = Model::load(plain.model(), plain.engine());
+  auto ready = Model::load(plain.model, plain.engine);
   const auto loads = corridorkey::detail::checkpoint_loads();
-  const std::vector<EngineOptions> asks = {plain, plain, cl};
+  const std::vector<Profile> asks = {plain, plain, cl};
   std::vector<std::shared_ptr<const Model>> got(asks.size());
   std::vector<Image> mattes(asks.size() + 1);
   std::vector<std::string> errors(asks.size() + 1);
@@ -210,7 +210,7 @@ TEST_CASE("Model::load from several threads at once: each load whole, each keys 
   for (size_t i = 0; i < asks.size(); ++i)
     threads.emplace_back([&, i] {
       try {
-        got[i] = Model::load(asks[i].model(), asks[i].engine());
+        got[i] = Model::load(asks[i].model, asks[i].engine);
         mattes[i] = create_engine(got[i])->process_frame(frames[0].plate.view(), frames[0].hint.view()).alpha;
       } catch (const std::exception& e) {
         errors[i] = e.what();
@@ -231,7 +231,7 @@ TEST_CASE("Model::load from several threads at once: each load whole, each keys 
   REQUIRE(got[2]);
   CHECK(got[0] != got[1]);  // two loads, two Models
   CHECK(got[0]->key() == ready->key());
-  CHECK(got[2]->key() == model_key(cl));
+  CHECK(got[2]->key() == model_key(cl.model));
   CHECK(mattes[0].pixels == expected.pixels);
   CHECK(mattes[1].pixels == expected.pixels);
   CHECK(mattes[2].pixels == expected_cl.pixels);
@@ -240,8 +240,8 @@ TEST_CASE("Model::load from several threads at once: each load whole, each keys 
 
 TEST_CASE("on_oom's precision step casts the engine's own copy, not the shared weights", "[model][embedding]") {
   auto opt = bundled("original");
-  opt.on_oom = OnOom::Degrade;
-  auto model = Model::load(opt.model(), opt.engine());
+  opt.engine.on_oom = OnOom::Degrade;
+  auto model = Model::load(opt.model, opt.engine);
   auto a = create_engine(model), b = create_engine(model);
   const auto frames = sample_frames(1);
   const auto before = b->process_frame(frames[0].plate.view(), frames[0].hint.view()).alpha;
@@ -260,13 +260,13 @@ TEST_CASE("measure: peak RSS of two engines on one Model vs two loads", "[.][mea
   const char* mode_env = std::getenv("CK_MEASURE_MODE");
   const std::string mode = mode_env ? mode_env : "shared";
   auto o = load_profile("original");
-  o.device = "cpu";
-  o.model_precision = Precision::Float32;
-  o.random_weights_arch = std::getenv("CK_MEASURE_ARCH") ? std::getenv("CK_MEASURE_ARCH") : "hiera_base_plus";
-  o.img_size = std::getenv("CK_MEASURE_SIZE") ? std::atoll(std::getenv("CK_MEASURE_SIZE")) : 512;
+  o.model.device = "cpu";
+  o.model.model_precision = Precision::Float32;
+  o.model.random_weights_arch = std::getenv("CK_MEASURE_ARCH") ? std::getenv("CK_MEASURE_ARCH") : "hiera_base_plus";
+  o.engine.img_size = std::getenv("CK_MEASURE_SIZE") ? std::atoll(std::getenv("CK_MEASURE_SIZE")) : 512;
   const uint64_t base = status_bytes("VmRSS");
-  auto m1 = Model::load(o.model(), o.engine());
-  auto m2 = mode == "separate" ? Model::load(o.model(), o.engine()) : m1;
+  auto m1 = Model::load(o.model, o.engine);
+  auto m2 = mode == "separate" ? Model::load(o.model, o.engine) : m1;
   const uint64_t loaded = status_bytes("VmRSS");
   auto a = create_engine(m1);
   auto b = mode == "one" ? nullptr : create_engine(m2);  // one: a single engine, for its activations
@@ -277,7 +277,7 @@ TEST_CASE("measure: peak RSS of two engines on one Model vs two loads", "[.][mea
   std::thread tb([&] { if (b) (void)b->run_model(in); });
   ta.join();
   tb.join();
-  WARN("measure " << mode << " " << o.random_weights_arch << " " << S << ": weights "
+  WARN("measure " << mode << " " << o.model.random_weights_arch << " " << S << ": weights "
        << (m1->weight_bytes() >> 20) << " MiB; RSS before " << (base >> 20) << " MiB, after loading "
        << (loaded >> 20) << " MiB; peak (VmHWM) after keying "
        << (status_bytes("VmHWM") >> 20) << " MiB");
@@ -290,8 +290,8 @@ TEST_CASE("engines at several sizes on one Model: their own pos_embed, the Model
   const auto frames = sample_frames(1);
   auto at = [](int64_t size, int64_t backbone = 0) {
     auto o = bundled();
-    o.img_size = size;  // 0: the checkpoint's own (384)
-    o.backbone_size = backbone;
+    o.engine.img_size = size;  // 0: the checkpoint's own (384)
+    o.engine.backbone_size = backbone;
     return o;
   };
   auto key = [&](BaseEngine& e) { return e.process_frame(frames[0].plate.view(), frames[0].hint.view()); };
@@ -304,16 +304,16 @@ TEST_CASE("engines at several sizes on one Model: their own pos_embed, the Model
     want_decoupled = key(ed);
   }
   REQUIRE(want256.alpha.pixels != want384.alpha.pixels);  // the sizes do differ
-  CHECK(model_key(at(256)) == model_key(at(0)));          // one key: the size is not baked
+  CHECK(model_key(at(256).model) == model_key(at(0).model));          // one key: the size is not baked
 
   // The Model holds pos_embed at 256 only: the 384 engine resizes the checkpoint's own
   // (read again from the file), not the Model's 256 one, so it matches bit for bit.
-  auto model = Model::load(at(256).model(), at(256).engine());
+  auto model = Model::load(at(256).model, at(256).engine);
   const uint64_t rss0 = status_bytes("VmRSS");
-  auto e384 = create_engine(model, at(0).engine());
+  auto e384 = create_engine(model, at(0).engine);
   const uint64_t grown = status_bytes("VmRSS") - rss0;
   auto e256 = create_engine(model);
-  auto ed = create_engine(model, at(384, 256).engine());
+  auto ed = create_engine(model, at(384, 256).engine);
   CHECK(e384->info().img_size == 384);
   CHECK(e384->info().backbone_size == 384);
   CHECK(e256->info().img_size == 256);
@@ -342,15 +342,15 @@ TEST_CASE("engines at several sizes on one Model: their own pos_embed, the Model
   CHECK(got_d.fg.pixels == want_decoupled.fg.pixels);
 
   // A size the checkpoint cannot run at names it.
-  CHECK_THROWS_WITH(create_engine(model, at(256, 384).engine()),
+  CHECK_THROWS_WITH(create_engine(model, at(256, 384).engine),
                     Catch::Matchers::Contains("greenformer_small_synthetic384.pth") &&
                         Catch::Matchers::Contains("larger than img_size 256"));
-  CHECK_THROWS_AS(create_engine(model, at(100).engine()), ConfigError);  // off the grid: the option's check
+  CHECK_THROWS_AS(create_engine(model, at(100).engine), ConfigError);  // off the grid: the option's check
 
   // The backbone alone differs (the Model at the checkpoint's own 384): pos_embed at the
   // backbone's grid, from the file.
-  auto native = Model::load(at(0).model(), at(0).engine());
-  auto eb = create_engine(native, at(384, 256).engine());
+  auto native = Model::load(at(0).model, at(0).engine);
+  auto eb = create_engine(native, at(384, 256).engine);
   CHECK(eb->info().backbone_size == 256);
   CHECK(eb->info().notes.find("uses its own pos_embed") != std::string::npos);
   const auto got_b = key(*eb);
@@ -365,8 +365,8 @@ TEST_CASE("an engine at another size degrades on out of memory as a Model at its
   const auto frames = sample_frames(1);
   auto at = [](int64_t size) {
     auto o = bundled();
-    o.img_size = size;
-    o.on_oom = OnOom::Degrade;
+    o.engine.img_size = size;
+    o.engine.on_oom = OnOom::Degrade;
     return o;
   };
   auto key = [&](BaseEngine& e) { return e.process_frame(frames[0].plate.view(), frames[0].hint.view()); };
@@ -377,8 +377,8 @@ TEST_CASE("an engine at another size degrades on out of memory as a Model at its
     want = key(alone);
     REQUIRE(alone.info().precision == "bfloat16");
   }
-  auto model = Model::load(at(256).model(), at(256).engine());
-  auto e = create_engine(model, at(384).engine());
+  auto model = Model::load(at(256).model, at(256).engine);
+  auto e = create_engine(model, at(384).engine);
   corridorkey::detail::inject_out_of_memory(2);
   const auto got = key(*e);
   CHECK(e->info().precision == "bfloat16");
@@ -394,7 +394,7 @@ TEST_CASE("an engine at another size refuses a checkpoint whose pos_embed change
   const auto dir = fs::temp_directory_path() / ("ck_resize_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const auto file = (dir / "weights.safetensors").string();  // the official format
-  const auto ck = model::read_checkpoint(bundled().checkpoint);
+  const auto ck = model::read_checkpoint(bundled().model.checkpoint);
   auto write = [&](double pos_scale) {
     auto tensors = ck.tensors;
     for (auto& [k, t] : tensors)
@@ -403,30 +403,30 @@ TEST_CASE("an engine at another size refuses a checkpoint whose pos_embed change
   };
   write(1.0);
   auto o = bundled();
-  o.checkpoint = file;
-  o.img_size = 256;
-  auto model = Model::load(o.model(), o.engine());
+  o.model.checkpoint = file;
+  o.engine.img_size = 256;
+  auto model = Model::load(o.model, o.engine);
   CHECK_FALSE(model->checkpoint_changed());
   auto other = o;
-  other.img_size = 320;
+  other.engine.img_size = 320;
 
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a later modification time
   write(1.0);  // rewritten with the same weights (a copy, a touch): still the Model's
   CHECK(model->checkpoint_changed());
-  CHECK(create_engine(model, other.engine())->info().img_size == 320);
+  CHECK(create_engine(model, other.engine)->info().img_size == 320);
 
   write(1.5);  // retrained
-  CHECK_THROWS_WITH(create_engine(model, other.engine()),
+  CHECK_THROWS_WITH(create_engine(model, other.engine),
                     Catch::Matchers::Contains("weights.safetensors") &&
                         Catch::Matchers::Contains("its pos_embed differs"));
   // The Model's own size reads nothing: it still keys.
   const auto frames = sample_frames(1);
-  auto same = create_engine(model, o.engine());
+  auto same = create_engine(model, o.engine);
   CHECK(same->info().img_size == 256);
   CHECK(same->process_frame(frames[0].plate.view(), frames[0].hint.view()).alpha.width == 320);
   fs::remove(file);
   CHECK(model->checkpoint_changed());
-  CHECK_THROWS_AS(create_engine(model, other.engine()), IoError);  // gone: named, not a crash
+  CHECK_THROWS_AS(create_engine(model, other.engine), IoError);  // gone: named, not a crash
   fs::remove_all(dir);
 }
 
@@ -437,22 +437,22 @@ TEST_CASE("token routing at another size than the Model routes the engine's own 
   const auto frames = sample_frames(1);
   auto at = [](int64_t size) {
     auto o = bundled("experimental");
-    o.model_precision = Precision::Float32;
-    o.tune = TuneMode::Off;  // the same kernels on both sides
-    o.backbone_size = 0;
-    o.backbone_percent = 0;
-    o.img_size = size;
+    o.model.model_precision = Precision::Float32;
+    o.model.tune = TuneMode::Off;  // the same kernels on both sides
+    o.engine.backbone_size = 0;
+    o.engine.backbone_percent = 0;
+    o.engine.img_size = size;
     return o;
   };
-  REQUIRE(at(0).token_routing);
+  REQUIRE(at(0).model.token_routing);
   auto key = [&](BaseEngine& e) { return e.process_frame(frames[0].plate.view(), frames[0].hint.view()); };
   FrameResult want;
   {
     OptimizedEngine alone(at(384));
     want = key(alone);
   }
-  auto model = Model::load(at(256).model(), at(256).engine());
-  auto e = create_engine(model, at(384).engine());
+  auto model = Model::load(at(256).model, at(256).engine);
+  auto e = create_engine(model, at(384).engine);
   CHECK(e->info().img_size == 384);
   const auto got = key(*e);
   CHECK(got.alpha.pixels == want.alpha.pixels);

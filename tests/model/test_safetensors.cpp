@@ -49,11 +49,11 @@ std::string refusal(const std::string& path) {
   return "";
 }
 
-EngineOptions fp32_engine(const std::string& checkpoint, bool mmap = true) {
+Profile fp32_engine(const std::string& checkpoint, bool mmap = true) {
   auto o = load_profile("original");
-  o.device = "cpu";
-  o.checkpoint = checkpoint;
-  o.mmap = mmap;
+  o.model.device = "cpu";
+  o.model.checkpoint = checkpoint;
+  o.model.mmap = mmap;
   return o;
 }
 
@@ -64,8 +64,8 @@ std::vector<float> seeded_input(int64_t S) {
 }
 
 /// alpha and fg of one run_model call on a fixed input.
-std::pair<std::vector<float>, std::vector<float>> outputs(const EngineOptions& o) {
-  auto e = create_engine(o.model(), o.engine());
+std::pair<std::vector<float>, std::vector<float>> outputs(const Profile& o) {
+  auto e = create_engine(o.model, o.engine);
   const auto out = e->run_model(seeded_input(e->info().img_size));
   return {out.alpha, out.fg};
 }
@@ -276,7 +276,7 @@ TEST_CASE("a checkpoint folder: .safetensors before .pth before .ts, one of a ki
   // Naming the file works; so does the engine through the folder of one file.
   CHECK(model::read_checkpoint((dir / "CorridorKeyBlue.safetensors").string()).tensors.size() > 0);
   fs::remove(dir / "CorridorKeyBlue.safetensors");
-  auto e = create_engine(fp32_engine(dir.string()).model(), fp32_engine(dir.string()).engine());
+  auto e = create_engine(fp32_engine(dir.string()).model, fp32_engine(dir.string()).engine);
   CHECK(e->info().checkpoint == (dir / "CorridorKey.safetensors").string());
   CHECK_THAT(e->info().notes, Contains("chosen in the folder"));
   fs::remove_all(dir);

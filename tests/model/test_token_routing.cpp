@@ -143,14 +143,14 @@ TEST_CASE("LTRM weights load by name; absent weights are reported", "[model]") {
 
   // Through the engine: experimental profile = routing on, identity LTRMs noted.
   auto o = corridorkey::load_profile("experimental");
-  o.checkpoint = ck_test::fixture("tiny256.pth");
-  o.model_precision = corridorkey::Precision::Float32;
-  o.device = "cpu";
-  o.tile_size = 64;
-  auto e = corridorkey::create_engine(o.model(), o.engine());
+  o.model.checkpoint = ck_test::fixture("tiny256.pth");
+  o.model.model_precision = corridorkey::Precision::Float32;
+  o.model.device = "cpu";
+  o.engine.tile_size = 64;
+  auto e = corridorkey::create_engine(o.model, o.engine);
   CHECK_THAT(e->info().notes, Catch::Matchers::Contains("identity"));
   auto orig = corridorkey::load_profile("original");
-  orig.token_routing = true;
-  orig.checkpoint = o.checkpoint;
+  orig.model.token_routing = true;
+  orig.model.checkpoint = o.model.checkpoint;
   CHECK_THROWS_AS(corridorkey::OriginalEngine(orig), corridorkey::ConfigError);
 }

@@ -62,14 +62,14 @@ struct CacheFile {
   }
 };
 
-EngineOptions tuned(TuneMode mode = TuneMode::Refresh) {
+Profile tuned(TuneMode mode = TuneMode::Refresh) {
   auto o = load_profile("optimized");
-  o.checkpoint = ck_test::fixture("tiny256.pth");
-  o.img_size = 256;
-  o.device = "cpu";
-  o.tile_size = 64;  // 256 > 64: tiled and whole are both candidates
-  o.refiner_memory_budget_mb = 1024;
-  o.tune = mode;
+  o.model.checkpoint = ck_test::fixture("tiny256.pth");
+  o.engine.img_size = 256;
+  o.model.device = "cpu";
+  o.engine.tile_size = 64;  // 256 > 64: tiled and whole are both candidates
+  o.engine.refiner_memory_budget_mb = 1024;
+  o.model.tune = mode;
   return o;
 }
 
@@ -147,8 +147,8 @@ TEST_CASE("an explicit value wins over the plan", "[model][tune]") {
   corridorkey::detail::inject_trial_delay("float32", 400);  // the plan would pick bfloat16
   corridorkey::detail::inject_trial_delay("tiled", 2500);   // and the whole image
   auto o = tuned();
-  o.model_precision = Precision::Float32;
-  o.tiled_refiner = RefinerTiling::On;
+  o.model.model_precision = Precision::Float32;
+  o.engine.tiled_refiner = RefinerTiling::On;
   OptimizedEngine e(o);
   CHECK(e.info().precision == "float32");
   CHECK_THAT(e.info().refiner, StartsWith("tiled 64 px"));
@@ -178,7 +178,7 @@ TEST_CASE("a cached plan is reused until refreshed", "[model][tune]") {
 
   // Another size is another plan; both stay in the file.
   auto other = tuned(TuneMode::Auto);
-  other.img_size = 128;
+  other.engine.img_size = 128;
   OptimizedEngine small(other);
   CHECK(small.info().tune.origin == PlanOrigin::Trials);
   std::string error;
@@ -380,12 +380,12 @@ TEST_CASE("a job pins the planning machine's precision", "[model][tune]") {
   CacheFile cache;
   corridorkey::detail::inject_trial_delay("float32", 400);
   const auto job = tuned(TuneMode::Auto);
-  const auto [p, how] = planned_precision(job.model(), job.engine());
+  const auto [p, how] = planned_precision(job.model, job.engine);
   CHECK(p == Precision::BFloat16);
   CHECK_THAT(how, Contains("measured plan"));
   auto fixed = tuned(TuneMode::Auto);
-  fixed.model_precision = Precision::Float32;
-  CHECK(planned_precision(fixed.model(), fixed.engine()).first == Precision::Float32);
+  fixed.model.model_precision = Precision::Float32;
+  CHECK(planned_precision(fixed.model, fixed.engine).first == Precision::Float32);
 }
 
 TEST_CASE("the plan times the fp32 attention kernel per stage and keeps the faster", "[model][tune]") {
@@ -395,7 +395,7 @@ TEST_CASE("the plan times the fp32 attention kernel per stage and keeps the fast
   }
   CacheFile cache;
   auto o = tuned();
-  o.model_precision = Precision::Float32;
+  o.model.model_precision = Precision::Float32;
   const TuneOption stages[] = {TuneOption::NativeAttentionStage1, TuneOption::NativeAttentionStage2,
                                TuneOption::NativeAttentionStage3, TuneOption::NativeAttentionStage4};
   corridorkey::detail::inject_trial_delay("native", 400);
@@ -413,7 +413,7 @@ TEST_CASE("the plan times the fp32 attention kernel per stage and keeps the fast
   CHECK_THAT(slow_sdpa.info().attention, Catch::Matchers::Matches("native fp32 kernel \\((avx2|avx512)\\) in every stage"));
 
   // An explicit value wins over a plan that would differ.
-  o.native_attention = AutoSwitch::Off;
+  o.model.native_attention = AutoSwitch::Off;
   OptimizedEngine off(o);
   CHECK(off.info().attention == "4-D SDPA");
   CHECK(decision(off.info(), TuneOption::NativeAttention).source == DecisionSource::Flag);
@@ -450,8 +450,8 @@ TEST_CASE("an engine at another size than its Model keeps the Model's precision 
   auto o = tuned(TuneMode::Auto);
   corridorkey::detail::inject_trial_delay("bfloat16", 400);  // the Model: float32
   corridorkey::detail::inject_trial_delay("sdpa", 400);      // and the native kernel
-  auto model = Model::load(o.model(), o.engine());
-  auto at_model = create_engine(model, o.engine());
+  auto model = Model::load(o.model, o.engine);
+  auto at_model = create_engine(model, o.engine);
   CHECK(at_model->info().precision == "float32");
   CHECK_THAT(at_model->info().attention, Contains("native fp32 kernel"));
 
@@ -459,8 +459,8 @@ TEST_CASE("an engine at another size than its Model keeps the Model's precision 
   corridorkey::detail::inject_trial_delay("bfloat16", 0);
   corridorkey::detail::inject_trial_delay("native", 400);  // at 320 the kernel loses
   auto other = o;
-  other.img_size = 320;
-  auto e = create_engine(model, other.engine());
+  other.engine.img_size = 320;
+  auto e = create_engine(model, other.engine);
   CHECK(e->info().img_size == 320);
   CHECK(e->info().precision == "float32");  // the Model's weights, not a new trial
   CHECK(decision(e->info(), TuneOption::ModelPrecision).source == DecisionSource::Flag);
@@ -469,7 +469,7 @@ TEST_CASE("an engine at another size than its Model keeps the Model's precision 
   CHECK_THAT(e->info().tune.key, Contains("img 320"));
   // The Model's engines keep theirs: the choice is per engine, not written into the
   // shared modules.
-  CHECK_THAT(create_engine(model, o.engine())->info().attention, Contains("native fp32 kernel"));
+  CHECK_THAT(create_engine(model, o.engine)->info().attention, Contains("native fp32 kernel"));
   std::vector<uint8_t> plate(160 * 90 * 3, 120), hint(160 * 90, 200);
   const auto r = e->process_frame({plate.data(), 160, 90, 3, PixelType::UInt8, 0},
                                   {hint.data(), 160, 90, 1, PixelType::UInt8, 0});
@@ -484,12 +484,12 @@ TEST_CASE("the plan times float32 Linear layers through oneDNN against MKL and k
   }
   CacheFile cache;
   auto o = tuned();
-  o.model_precision = Precision::Float32;
+  o.model.model_precision = Precision::Float32;
   corridorkey::detail::inject_trial_delay("onednn", 400);
   OptimizedEngine slow_onednn(o);
   CHECK(decision(slow_onednn.info(), TuneOption::OnednnLinear).value == TuneChoice::False);
   CHECK(decision(slow_onednn.info(), TuneOption::OnednnLinear).source == DecisionSource::Plan);
-  CHECK(slow_onednn.options().onednn_linear == AutoSwitch::Auto);  // as asked
+  CHECK(slow_onednn.settings().onednn_linear == AutoSwitch::Auto);  // as asked
 
   corridorkey::detail::inject_trial_delay("", 0);
   corridorkey::detail::inject_trial_delay("mkl", 400);
@@ -516,16 +516,16 @@ TEST_CASE("the plan times float32 Linear layers through oneDNN against MKL and k
 
   // An explicit value wins over the plan.
   auto off_opt = o;
-  off_opt.onednn_linear = AutoSwitch::Off;
+  off_opt.engine.onednn_linear = AutoSwitch::Off;
   OptimizedEngine off(off_opt);
   CHECK(decision(off.info(), TuneOption::OnednnLinear).source == DecisionSource::Flag);
   CHECK(decision(off.info(), TuneOption::OnednnLinear).value == TuneChoice::False);
 
   // Per engine on one Model whose plan chose oneDNN: `false` runs MKL and says so.
-  auto model = Model::load(o.model(), o.engine());  // the cached plan: oneDNN
-  auto on_model = create_engine(model, o.engine());
+  auto model = Model::load(o.model, o.engine);  // the cached plan: oneDNN
+  auto on_model = create_engine(model, o.engine);
   CHECK(decision(on_model->info(), TuneOption::OnednnLinear).value == TuneChoice::True);
-  auto mkl_engine = create_engine(model, off_opt.engine());
+  auto mkl_engine = create_engine(model, off_opt.engine);
   CHECK(decision(mkl_engine->info(), TuneOption::OnednnLinear).value == TuneChoice::False);
   CHECK(decision(mkl_engine->info(), TuneOption::OnednnLinear).source == DecisionSource::Flag);
   calls = onednn_linear_calls();
@@ -543,12 +543,12 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
   }
   CacheFile cache;
   auto o = tuned();
-  o.model_precision = Precision::Float32;
+  o.model.model_precision = Precision::Float32;
   corridorkey::detail::inject_trial_delay("winograd", 400);
   OptimizedEngine slow_winograd(o);
   CHECK(decision(slow_winograd.info(), TuneOption::WinogradConv).value == TuneChoice::False);
   CHECK(decision(slow_winograd.info(), TuneOption::WinogradConv).source == DecisionSource::Plan);
-  CHECK(slow_winograd.options().winograd_conv == AutoSwitch::Auto);  // as asked
+  CHECK(slow_winograd.settings().winograd_conv == AutoSwitch::Auto);  // as asked
 
   corridorkey::detail::inject_trial_delay("", 0);
   corridorkey::detail::inject_trial_delay("direct", 400);
@@ -582,8 +582,8 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
 
   // The tiled refiner takes the same path (its halo regions, padding 0).
   auto tiled_opt = o;
-  tiled_opt.tiled_refiner = RefinerTiling::On;
-  tiled_opt.winograd_conv = AutoSwitch::On;
+  tiled_opt.engine.tiled_refiner = RefinerTiling::On;
+  tiled_opt.engine.winograd_conv = AutoSwitch::On;
   OptimizedEngine tiled(tiled_opt);
   CHECK(decision(tiled.info(), TuneOption::WinogradConv).source == DecisionSource::Flag);
   calls = winograd_conv_f32_calls();
@@ -597,16 +597,16 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
 
   // An explicit value wins over the plan.
   auto off_opt = o;
-  off_opt.winograd_conv = AutoSwitch::Off;
+  off_opt.engine.winograd_conv = AutoSwitch::Off;
   OptimizedEngine off(off_opt);
   CHECK(decision(off.info(), TuneOption::WinogradConv).source == DecisionSource::Flag);
   CHECK(decision(off.info(), TuneOption::WinogradConv).value == TuneChoice::False);
 
   // Per engine on one Model whose plan chose Winograd: `false` runs oneDNN and says so.
-  auto model = Model::load(o.model(), o.engine());  // timed again, direct still made slow: Winograd
-  auto on_model = create_engine(model, o.engine());
+  auto model = Model::load(o.model, o.engine);  // timed again, direct still made slow: Winograd
+  auto on_model = create_engine(model, o.engine);
   CHECK(decision(on_model->info(), TuneOption::WinogradConv).value == TuneChoice::True);
-  auto direct_engine = create_engine(model, off_opt.engine());
+  auto direct_engine = create_engine(model, off_opt.engine);
   CHECK(decision(direct_engine->info(), TuneOption::WinogradConv).value == TuneChoice::False);
   CHECK(decision(direct_engine->info(), TuneOption::WinogradConv).source == DecisionSource::Flag);
   calls = winograd_conv_f32_calls();
@@ -617,8 +617,8 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
 
   // channels_last=false never takes it, and an explicit true is reported as not running.
   auto nchw = o;
-  nchw.channels_last = false;
-  nchw.winograd_conv = AutoSwitch::On;
+  nchw.model.channels_last = false;
+  nchw.engine.winograd_conv = AutoSwitch::On;
   OptimizedEngine nchw_engine(nchw);
   CHECK(decision(nchw_engine.info(), TuneOption::WinogradConv).value == TuneChoice::False);
   CHECK_THAT(nchw_engine.info().refiner, !Contains("Winograd"));
@@ -626,8 +626,8 @@ TEST_CASE("the plan times the refiner's float32 convolutions by Winograd against
 
   // bfloat16: the float32 paths are not reported, an explicit true is told it does nothing.
   auto bf16 = o;
-  bf16.model_precision = Precision::BFloat16;
-  bf16.winograd_conv = AutoSwitch::On;
+  bf16.model.model_precision = Precision::BFloat16;
+  bf16.engine.winograd_conv = AutoSwitch::On;
   OptimizedEngine bf16_engine(bf16);
   CHECK(bf16_engine.info().tune.find(TuneOption::WinogradConv) == nullptr);
   CHECK(bf16_engine.info().tune.find(TuneOption::OnednnLinear) == nullptr);

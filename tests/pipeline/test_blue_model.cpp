@@ -27,11 +27,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-EngineOptions opts(const std::string& checkpoint, const std::string& blue = "") {
+Profile opts(const std::string& checkpoint, const std::string& blue = "") {
   auto o = load_profile("original");
-  o.device = "cpu";
-  o.checkpoint = checkpoint;
-  o.checkpoint_blue = blue;
+  o.model.device = "cpu";
+  o.model.checkpoint = checkpoint;
+  o.model.checkpoint_blue = blue;
   return o;
 }
 
@@ -58,7 +58,7 @@ struct Run {
   std::vector<std::string> warnings;
 };
 
-Run run(const EngineOptions& o, const InferenceOptions& job) {
+Run run(const Profile& o, const InferenceOptions& job) {
   Run r;
   r.summary = run_inference(o, job, [&](const PipelineEvent& e) {
     if (e.kind == PipelineEvent::Kind::ClipStarted) r.clip_started[e.clip] = e;
@@ -106,7 +106,7 @@ TEST_CASE("one job keys its green clip with the main model and its blue clip wit
 
   // Each clip alone with its own model gives the same files, bit for bit.
   auto blue_alone = opts(blue_ck);
-  blue_alone.model_screen = Screen::Blue;
+  blue_alone.model.model_screen = Screen::Blue;
   const auto b1 = run(blue_alone, job_for({blue}, root / "blue_alone"));
   CHECK_FALSE(b1.summary.clip_models.front().swapped);
   const auto g1 = run(opts(main_ck), job_for({green}, root / "green_alone"));
@@ -140,6 +140,28 @@ TEST_CASE("one job keys its green clip with the main model and its blue clip wit
   // A blue file that is not a GreenFormer is a ModelError naming it.
   CHECK_THROWS_WITH(run(opts(main_ck, ck_test::fixture("dtypes.safetensors")), job_for({blue}, root / "bad")),
                     Contains("checkpoint_blue") && Contains("dtypes.safetensors"));
+
+  // An engine holds the blue-screen model of its Model's checkpoint_blue: process_frame of
+  // a blue plate, with no blue engine given, keys it as inference did (the file is half
+  // float: one rounding apart), and loads the blue model once, on the first blue plate.
+  auto with_blue = opts(main_ck, blue_ck);
+  with_blue.engine.input_is_linear = true;  // the synthetic plates are scene-linear
+  auto engine = create_engine(with_blue.model, with_blue.engine);
+  const Image plate = read(blue / "Input" / "plate_0001.exr");
+  const Image hint = read(blue / "AlphaHint" / "hint_0001.png");
+  const Image inferred = read(root / "both" / "blueclip" / "Matte" / "plate_0001.exr");
+  const auto before_blue = corridorkey::detail::checkpoint_loads();
+  const auto r = engine->process_frame(plate.view(), hint.view(), Screen::Blue, FrameRequest::only_matte());
+  CHECK(corridorkey::detail::checkpoint_loads() == before_blue + 1);
+  CHECK(max_diff(r.alpha, inferred) <= 1e-3);
+  (void)engine->process_frame(plate.view(), hint.view(), Screen::Blue, FrameRequest::only_matte());
+  CHECK(corridorkey::detail::checkpoint_loads() == before_blue + 1);  // held, not loaded again
+  // The green model with the swap gives another matte: the held blue model did the keying.
+  auto green_only = opts(main_ck);
+  green_only.engine.input_is_linear = true;
+  const auto swapped_frame = create_engine(green_only.model, green_only.engine)
+                                 ->process_frame(plate.view(), hint.view(), Screen::Blue, FrameRequest::only_matte());
+  CHECK(max_diff(swapped_frame.alpha, inferred) > 1e-3);
   fs::remove_all(root);
 }
 
@@ -154,7 +176,7 @@ TEST_CASE("job files take checkpoint_blue; a chunk loads each model once", "[mod
                                       "checkpoint: green.safetensors\ncheckpoint_blue: bluedir\n"
                                       "color: linear\noutput_root: out\noutputs: [matte]\n";
   const auto job = load_job((root / "job.yaml").string());
-  CHECK(job.engine.checkpoint_blue == (root / "bluedir").lexically_normal().string());
+  CHECK(job.options.model.checkpoint_blue == (root / "bluedir").lexically_normal().string());
   const auto chunks = plan_chunks(job_frames(job), 1, job.chunk_size);
   const auto loads = corridorkey::detail::checkpoint_loads();
   const auto s = run_chunk(job, chunks.front());

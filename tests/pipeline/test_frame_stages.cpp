@@ -25,10 +25,10 @@ namespace {
 
 std::unique_ptr<BaseEngine> tiny_engine() {
   auto o = load_profile("original");
-  o.checkpoint = (fs::path(data_dir()) / "checkpoints" / "greenformer_tiny_random128.ts").string();
-  o.device = "cpu";
-  o.tune = TuneMode::Off;
-  return create_engine(o.model(), o.engine());
+  o.model.checkpoint = (fs::path(data_dir()) / "checkpoints" / "greenformer_tiny_random128.ts").string();
+  o.model.device = "cpu";
+  o.model.tune = TuneMode::Off;
+  return create_engine(o.model, o.engine);
 }
 
 devtools::SyntheticClip spec(const std::string& screen = "green") {
@@ -175,7 +175,7 @@ TEST_CASE("frame stages: Processed and FG chromaticities come from the frame's c
   };
   auto key = [&](const FrameSettings& s, const std::string& tag) {
     const RawFrame raw = key_frame(*e, nullptr, src, s);
-    const auto done = finish_frame(raw, post_settings(e->options(), raw.backing), true, false);
+    const auto done = finish_frame(raw, post_settings(e->settings(), raw.backing), true, false);
     const auto p = (root / (tag + "_processed.exr")).string(), f = (root / (tag + "_fg.exr")).string();
     write_frame_output(FrameOutput::Processed, p, done.processed, raw);
     write_frame_output(FrameOutput::Fg, f, raw.fg, raw);
@@ -200,7 +200,7 @@ TEST_CASE("frame stages: Processed and FG chromaticities come from the frame's c
   FrameSettings hs = s;
   const auto r = key_frame(*e, nullptr, src.plate.view(), src.hint.view(), hs);
   const RawFrame raw = key_frame(*e, nullptr, src, s);
-  const auto done = finish_frame(raw, post_settings(e->options(), raw.backing), true, true);
+  const auto done = finish_frame(raw, post_settings(e->settings(), raw.backing), true, true);
   Image scratch;
   CHECK(r.processed.pixels == output_image(FrameOutput::Processed, done.processed, raw, scratch).pixels);
   CHECK(r.processed.pixels != done.processed.pixels);

@@ -39,9 +39,9 @@ std::string command_output(const std::string& cmd) {
   return out;
 }
 
-EngineOptions engine_opts() {
+Profile engine_opts() {
   auto o = load_profile("original");
-  o.device = "cpu";  // bundled checkpoint
+  o.model.device = "cpu";  // bundled checkpoint
   return o;
 }
 
@@ -236,7 +236,7 @@ TEST_CASE("a blue twin keys to the green clip's matte, colours swapped back", "[
 
   // The engine API: process_frame(..., Screen::Blue) on the twin equals the green result swapped.
   auto eo = engine_opts();
-  eo.input_is_linear = true;
+  eo.engine.input_is_linear = true;
   OriginalEngine engine(eo);
   const auto c = spec(1);
   const auto plate = devtools::synthetic_plate(c, 0);

@@ -90,12 +90,12 @@ TEST_CASE("job schema errors name the key and line", "[unit]") {
   CHECK_THROWS_WITH(load("clips: [a]\nimg_size: 100\n"), Contains("multiple of 32"));
   CHECK_THROWS_WITH(load("clips: [a\n"), Contains("not valid YAML"));
   const auto ok = load("clips: [a]\nprofile: optimized\noverrides: {tile_size: 384}\ndevice: cpu\n");
-  CHECK(ok.engine.tile_size == 384);
-  CHECK(ok.engine.flash_attention);  // from the profile
-  CHECK(ok.engine.device == "cpu");
+  CHECK(ok.options.engine.tile_size == 384);
+  CHECK(ok.options.model.flash_attention);  // from the profile
+  CHECK(ok.options.model.device == "cpu");
   const auto lst = load("clips: [a]\noutputs: [matte, comp]\ndespill: 2\nread_workers: 3\n");
   CHECK((!lst.inference.fg && lst.inference.matte && lst.inference.comp));
-  CHECK(lst.engine.despill_strength == Approx(0.2));
+  CHECK(lst.options.engine.despill_strength == Approx(0.2));
   CHECK(lst.inference.read_workers == 3);
   CHECK(ok.clips.front().path == (dir / "a").lexically_normal().string());  // relative to the file
   fs::remove_all(dir);

@@ -70,9 +70,9 @@ fs::path make_clip(const fs::path& root, const std::string& name, int frames, in
   return devtools::write_synthetic_clip(root / name, clip_spec(frames, w, h));
 }
 
-EngineOptions engine_opts() {
+Profile engine_opts() {
   auto o = load_profile("original");
-  o.device = "cpu";  // bundled tiny checkpoint
+  o.model.device = "cpu";  // bundled tiny checkpoint
   return o;
 }
 
@@ -123,7 +123,7 @@ TEST_CASE("inference writes the four outputs, equal to the in-memory results", "
 
   // The same frame through the engine API, in memory.
   auto eo = engine_opts();
-  eo.input_is_linear = true;  // as job.color above
+  eo.engine.input_is_linear = true;  // as job.color above
   OriginalEngine engine(eo);
   const auto plate = io::read_image((clip / "Input" / "plate_0002.exr").string());
   const auto hint = io::read_image((clip / "AlphaHint" / "hint_0002.png").string());

@@ -92,26 +92,26 @@ TEST_CASE("numbers parse and print the same in a comma-decimal locale", "[unit]"
   CommaLocale de;
 
   SECTION("option fields (flags), YAML profiles, and printing them back") {
-    EngineOptions o;
-    set_engine_option(o, "despill", "0.5", "--despill");  // 0..10 on the flag, 0..1 inside
-    CHECK(o.despill_strength == Approx(0.05).epsilon(1e-12));  // strtod in de_DE: 0
-    set_engine_option(o, "refiner_scale", "0.75", "--refiner-scale");
-    CHECK(o.refiner_scale == 0.75);
-    set_engine_option(o, "refiner_scale", "+1.25", "--refiner-scale");  // strtod took a '+'
-    CHECK(o.refiner_scale == 1.25);
-    CHECK_THROWS_AS(set_engine_option(o, "despill", "0,5", "--despill"), ConfigError);
-    CHECK(engine_option_value(o, "despill") == "0.5");
-    set_profile_field(o, "edge_threshold_low", "0.125", "--edge-threshold-low");
-    CHECK(o.edge_threshold_low == 0.125);
+    Profile o;
+    set_option(o, "despill", "0.5", "--despill");  // 0..10 on the flag, 0..1 inside
+    CHECK(o.engine.despill_strength == Approx(0.05).epsilon(1e-12));  // strtod in de_DE: 0
+    set_option(o, "refiner_scale", "0.75", "--refiner-scale");
+    CHECK(o.engine.refiner_scale == 0.75);
+    set_option(o, "refiner_scale", "+1.25", "--refiner-scale");  // strtod took a '+'
+    CHECK(o.engine.refiner_scale == 1.25);
+    CHECK_THROWS_AS(set_option(o, "despill", "0,5", "--despill"), ConfigError);
+    CHECK(option_value(o, "despill") == "0.5");
+    set_option(o, "edge_threshold_low", "0.125", "--edge-threshold-low", OptionScope::Profile);
+    CHECK(o.model.edge_threshold_low == 0.125);
 
-    EngineOptions y;
+    Profile y;
     apply_profile_yaml(y, "edge_threshold_low: 0.25\nedge_threshold_high: 0.75\ntile_size: 1024\n",
                        "host.yaml");
-    CHECK(y.edge_threshold_low == 0.25);
-    CHECK(y.edge_threshold_high == 0.75);
-    CHECK(y.tile_size == 1024);
+    CHECK(y.model.edge_threshold_low == 0.25);
+    CHECK(y.model.edge_threshold_high == 0.75);
+    CHECK(y.engine.tile_size == 1024);
 
-    set_engine_option(y, "despill", "0.5", "--despill");
+    set_option(y, "despill", "0.5", "--despill");
     const auto text = to_yaml(y);
     CHECK_THAT(text, Contains("edge_threshold_low: 0.25"));
     CHECK_THAT(text, Contains("despill: 0.5"));

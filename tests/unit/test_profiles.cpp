@@ -21,34 +21,34 @@ using Catch::Matchers::Contains;
 
 TEST_CASE("bundled profiles load with the seed's table", "[unit]") {
   const auto o = load_profile("original");
-  CHECK_FALSE(o.flash_attention);
-  CHECK(o.tiled_refiner == RefinerTiling::Off);
-  CHECK_FALSE(o.channels_last);
-  CHECK_FALSE(o.fused_refiner);
-  CHECK(o.model_precision == Precision::Float32);
+  CHECK_FALSE(o.model.flash_attention);
+  CHECK(o.engine.tiled_refiner == RefinerTiling::Off);
+  CHECK_FALSE(o.model.channels_last);
+  CHECK_FALSE(o.engine.fused_refiner);
+  CHECK(o.model.model_precision == Precision::Float32);
   const auto opt = load_profile("optimized");
-  CHECK(opt.flash_attention);
-  CHECK(opt.tiled_refiner == RefinerTiling::Auto);
-  CHECK(opt.channels_last);
-  CHECK(opt.fused_refiner);
-  CHECK(opt.disable_cudnn_benchmark);
-  CHECK(opt.cache_clearing);
-  CHECK(opt.model_precision == Precision::Auto);
-  CHECK(opt.tile_size == 256);
-  CHECK(o.engine_kind == EngineKind::Original);
-  CHECK(opt.engine_kind == EngineKind::Optimized);
+  CHECK(opt.model.flash_attention);
+  CHECK(opt.engine.tiled_refiner == RefinerTiling::Auto);
+  CHECK(opt.model.channels_last);
+  CHECK(opt.engine.fused_refiner);
+  CHECK(opt.model.disable_cudnn_benchmark);
+  CHECK(opt.engine.cache_clearing);
+  CHECK(opt.model.model_precision == Precision::Auto);
+  CHECK(opt.engine.tile_size == 256);
+  CHECK(o.engine.engine_kind == EngineKind::Original);
+  CHECK(opt.engine.engine_kind == EngineKind::Optimized);
   const auto perf = load_profile("performance");
-  CHECK(perf.compile_mode == CompileMode::MaxAutotune);
-  CHECK(perf.tiled_refiner == RefinerTiling::Off);
-  CHECK(perf.dma_buffers == 6);
+  CHECK(perf.engine.compile_mode == CompileMode::MaxAutotune);
+  CHECK(perf.engine.tiled_refiner == RefinerTiling::Off);
+  CHECK(perf.engine.dma_buffers == 6);
   const auto exp = load_profile("experimental");
-  CHECK(exp.token_routing);
-  CHECK(exp.compile_mode == CompileMode::Default);
-  CHECK(exp.profile == "experimental");
+  CHECK(exp.model.token_routing);
+  CHECK(exp.engine.compile_mode == CompileMode::Default);
+  CHECK(exp.engine.profile == "experimental");
 }
 
 TEST_CASE("profile errors name the file, key, value and what is allowed", "[unit]") {
-  EngineOptions o;
+  Profile o;
   CHECK_THROWS_WITH(apply_profile_yaml(o, "flash_attention: true\nflash_atention: true\n", "p.yaml"),
                     Contains("p.yaml:2") && Contains("unknown key 'flash_atention'") &&
                         Contains("flash_attention"));
@@ -86,34 +86,34 @@ TEST_CASE("profile errors name the file, key, value and what is allowed", "[unit
 
 TEST_CASE("overrides win over the profile; profile files by path", "[unit]") {
   auto o = load_profile("optimized");
-  set_profile_field(o, "tile-size", "256");
-  set_profile_field(o, "flash_attention", "false");
-  set_profile_field(o, "model_precision", "bf16");
-  CHECK(o.tile_size == 256);
-  CHECK_FALSE(o.flash_attention);
-  CHECK(o.model_precision == Precision::BFloat16);
-  CHECK(o.tiled_refiner == RefinerTiling::Auto);  // untouched fields keep the profile's value
+  set_option(o, "tile-size", "256", "command line", OptionScope::Profile);
+  set_option(o, "flash_attention", "false", "command line", OptionScope::Profile);
+  set_option(o, "model_precision", "bf16", "command line", OptionScope::Profile);
+  CHECK(o.engine.tile_size == 256);
+  CHECK_FALSE(o.model.flash_attention);
+  CHECK(o.model.model_precision == Precision::BFloat16);
+  CHECK(o.engine.tiled_refiner == RefinerTiling::Auto);  // untouched fields keep the profile's value
   // Named values in any case, as hosts write them (FLOAT32 was refused where fp16 passed).
-  set_profile_field(o, "model_precision", "FLOAT32");
-  CHECK(o.model_precision == Precision::Float32);
-  set_profile_field(o, "model_precision", "BFloat16");
-  CHECK(o.model_precision == Precision::BFloat16);
-  set_profile_field(o, "tiled_refiner", "True");
-  CHECK(o.tiled_refiner == RefinerTiling::On);
-  set_profile_field(o, "tiled_refiner", "auto");
-  CHECK_THROWS_WITH(set_profile_field(o, "warp_speed", "9", "--warp-speed"),
+  set_option(o, "model_precision", "FLOAT32", "command line", OptionScope::Profile);
+  CHECK(o.model.model_precision == Precision::Float32);
+  set_option(o, "model_precision", "BFloat16", "command line", OptionScope::Profile);
+  CHECK(o.model.model_precision == Precision::BFloat16);
+  set_option(o, "tiled_refiner", "True", "command line", OptionScope::Profile);
+  CHECK(o.engine.tiled_refiner == RefinerTiling::On);
+  set_option(o, "tiled_refiner", "auto", "command line", OptionScope::Profile);
+  CHECK_THROWS_WITH(set_option(o, "warp_speed", "9", "--warp-speed", OptionScope::Profile),
                     Contains("--warp-speed") && Contains("unknown key"));
 
   const auto dir = ck_test::temp_dir("profiles");
   const auto path = (dir / "mine.yaml").string();
   std::ofstream(path) << "# a user profile\ntiled_refiner: true\ntile_size: 384\n";
   const auto m = load_profile(path);
-  CHECK(m.tiled_refiner == RefinerTiling::On);
-  CHECK(m.tile_size == 384);
-  CHECK_FALSE(m.flash_attention);  // defaults for what the file does not set
-  CHECK(m.profile == "mine");
+  CHECK(m.engine.tiled_refiner == RefinerTiling::On);
+  CHECK(m.engine.tile_size == 384);
+  CHECK_FALSE(m.model.flash_attention);  // defaults for what the file does not set
+  CHECK(m.engine.profile == "mine");
   // Round trip: the printed profile fields parse back to the same options.
-  EngineOptions back;
+  Profile back;
   std::string yaml;
   for (const auto& [k, v] : profile_fields(m)) yaml += k + ": " + v + "\n";
   apply_profile_yaml(back, yaml, "roundtrip");
@@ -122,12 +122,12 @@ TEST_CASE("overrides win over the profile; profile files by path", "[unit]") {
 }
 
 TEST_CASE("tile_overlap from old profile files is accepted, ignored and warned about", "[unit]") {
-  EngineOptions o;
+  Profile o;
   std::ostringstream err;
   auto* old = std::cerr.rdbuf(err.rdbuf());
   apply_profile_yaml(o, "tiled_refiner: true\ntile_overlap: 128\n", "fork.yaml");
   std::cerr.rdbuf(old);
-  CHECK(o.tiled_refiner == RefinerTiling::On);
+  CHECK(o.engine.tiled_refiner == RefinerTiling::On);
   CHECK_THAT(err.str(), Contains("fork.yaml:2") && Contains("tile_overlap") &&
                             Contains("deprecated"));
   for (const auto& [k, v] : profile_fields(o)) CHECK(k != "tile_overlap");
@@ -135,30 +135,30 @@ TEST_CASE("tile_overlap from old profile files is accepted, ignored and warned a
 
 TEST_CASE("to_yaml prints every table field and reads back to the same options", "[unit]") {
   auto o = load_profile("experimental");
-  set_engine_option(o, "despill", "7.5");
-  set_engine_option(o, "device", "cuda:1");
-  set_engine_option(o, "img_size", "512");
+  set_option(o, "despill", "7.5");
+  set_option(o, "device", "cuda:1");
+  set_option(o, "img_size", "512");
   const auto yaml = to_yaml(o);
   for (const auto& f : engine_option_fields())
     CHECK_THAT(yaml, Contains("\n" + f.key + ": "));
   CHECK_THAT(yaml, Contains("despill: 7.5"));
-  CHECK(o.despill_strength == Approx(0.75));
+  CHECK(o.engine.despill_strength == Approx(0.75));
   // Every printed field parses back through the same table.
-  EngineOptions back;
+  Profile back;
   std::istringstream in(yaml);
   for (std::string line; std::getline(in, line);) {
     const auto colon = line.find(": ");
     if (colon == std::string::npos || line.rfind("profile", 0) == 0) continue;
     auto v = line.substr(colon + 2);
     if (v == "\"\"" || v == "''") v.clear();
-    set_engine_option(back, line.substr(0, colon), v, "roundtrip");
+    set_option(back, line.substr(0, colon), v, "roundtrip");
   }
   CHECK(to_yaml(back).substr(to_yaml(back).find('\n')) == yaml.substr(yaml.find('\n')));
 }
 
 TEST_CASE("option tables: defaults come from the structs, errors name key and value", "[unit]") {
-  const EngineOptions e;
-  for (const auto& f : engine_option_fields()) CHECK(f.default_value == engine_option_value(e, f.key));
+  const Profile e;
+  for (const auto& f : engine_option_fields()) CHECK(f.default_value == option_value(e, f.key));
   const InferenceOptions i;
   for (const auto& f : inference_option_fields())
     CHECK(f.default_value == inference_option_value(i, f.key));
@@ -169,17 +169,17 @@ TEST_CASE("option tables: defaults come from the structs, errors name key and va
                     Contains("--outputs") && Contains("'fg,alpha'") && Contains("fg, matte"));
   CHECK_THROWS_WITH(set_inference_option(in, "read_workers", "0"), Contains("1..64"));
   CHECK_THROWS_WITH(set_inference_option(in, "frames", "3-x"), Contains("frame ranges"));
-  EngineOptions o;
-  CHECK_THROWS_WITH(set_engine_option(o, "refiner_scale", "nan", "--refiner-scale"),
+  Profile o;
+  CHECK_THROWS_WITH(set_option(o, "refiner_scale", "nan", "--refiner-scale"),
                     Contains("--refiner-scale") && Contains("'nan'"));
-  CHECK_THROWS_WITH(set_engine_option(o, "despill", "inf"), Contains("0..10"));
-  CHECK_THROWS_WITH(set_engine_option(o, "img_size", "-32"), Contains("multiple of 32"));
-  CHECK_THROWS_WITH(set_engine_option(o, "device", "foo"), Contains("cuda:N"));
-  CHECK_THROWS_WITH(set_engine_option(o, "despeckle_size", "0"), Contains("1..1073741824"));
-  CHECK_THROWS_WITH(set_engine_option(o, "tile_size", "99999999999999999999"),
+  CHECK_THROWS_WITH(set_option(o, "despill", "inf"), Contains("0..10"));
+  CHECK_THROWS_WITH(set_option(o, "img_size", "-32"), Contains("multiple of 32"));
+  CHECK_THROWS_WITH(set_option(o, "device", "foo"), Contains("cuda:N"));
+  CHECK_THROWS_WITH(set_option(o, "despeckle_size", "0"), Contains("1..1073741824"));
+  CHECK_THROWS_WITH(set_option(o, "tile_size", "99999999999999999999"),
                     Contains("multiple of 8"));
-  set_engine_option(o, "device", "cuda:12");
-  CHECK(o.device == "cuda:12");
+  set_option(o, "device", "cuda:12");
+  CHECK(o.model.device == "cuda:12");
 }
 
 TEST_CASE("threads are bounded by the CPUs this process may use: affinity and cgroup quota", "[unit]") {
@@ -248,4 +248,62 @@ TEST_CASE("option owners: each field in one struct, as docs/embedding.md's table
     if (f.in_model_key) CHECK((f.owner == OptionOwner::Model && !f.process_wide));
   }
   for (const auto& f : inference_option_fields()) CHECK(f.owner == OptionOwner::Inference);
+}
+
+TEST_CASE("one text setter: each key sets its own half, a half refuses the other's keys", "[unit]") {
+  // Every row of the table sets exactly the half its owner names, and nothing of the other.
+  const Profile defaults;
+  for (const auto& f : engine_option_fields()) {
+    INFO(f.key);
+    Profile p;
+    // A value other than the default: the other spelling of a switch, else a value the row
+    // accepts that differs (a number, a path).
+    std::string v = f.is_switch ? (f.default_value == "true" ? "false" : "true")
+                    : f.kind == OptionKind::Integer ? "64"
+                    : f.kind == OptionKind::Real ? "0.25"
+                    : f.kind == OptionKind::Size ? "50%"
+                    : f.kind == OptionKind::Choice ? ""
+                                                   : "some/path";
+    if (f.key == "device") v = "cuda:1";
+    if (f.key == "edge_threshold_low" || f.key == "edge_threshold_high") v = "0.5";
+    if (f.key == "refiner_memory_budget_mb" || f.key == "tile_size" || f.key == "img_size") v = "512";
+    if (f.key == "dma_buffers") v = "4";
+    if (f.kind == OptionKind::Choice) {  // the first allowed name that is not the default
+      const auto list = f.allowed.substr(f.allowed.find("of ") + 3);
+      std::stringstream names(list);
+      for (std::string n; std::getline(names, n, ',');) {
+        n.erase(0, n.find_first_not_of(' '));
+        if (n != f.default_value) {
+          v = n;
+          break;
+        }
+      }
+    }
+    set_option(p, f.key, v, "test");
+    REQUIRE(option_value(p, f.key) != f.default_value);
+    if (f.owner == OptionOwner::Model) {
+      CHECK(to_yaml(Profile{defaults.model, p.engine}) == to_yaml(defaults));  // engine half untouched
+      ModelOptions m;
+      set_option(m, f.key, v, "test");
+      CHECK(option_value(m, f.key) == option_value(p, f.key));
+      EngineSettings e;
+      CHECK_THROWS_WITH(set_option(e, f.key, v, "host"),
+                        Contains("host") && Contains("'" + f.key + "'") && Contains("model option"));
+    } else {
+      CHECK(to_yaml(Profile{p.model, defaults.engine}) == to_yaml(defaults));  // model half untouched
+      EngineSettings e;
+      set_option(e, f.key, v, "test");
+      CHECK(option_value(e, f.key) == option_value(p, f.key));
+      ModelOptions m;
+      CHECK_THROWS_WITH(set_option(m, f.key, v, "host"),
+                        Contains("host") && Contains("'" + f.key + "'") && Contains("engine setting"));
+    }
+  }
+  // A profile-scope set refuses run fields, as a profile file does, naming the known keys.
+  Profile p;
+  CHECK_THROWS_WITH(set_option(p, "checkpoint", "x.pth", "p.yaml", OptionScope::Profile),
+                    Contains("p.yaml") && Contains("unknown key 'checkpoint'") && Contains("flash_attention"));
+  set_option(p, "checkpoint", "x.pth", "--checkpoint");
+  CHECK(p.model.checkpoint == "x.pth");
+  CHECK_THROWS_WITH(set_option(p, "warp_speed", "9"), Contains("unknown key 'warp_speed'"));
 }

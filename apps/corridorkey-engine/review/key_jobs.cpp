@@ -40,14 +40,14 @@ std::string number_text(double v) {
   return std::string(b, r.ptr);
 }
 
-EngineOptions with_post(EngineOptions o, const PostTweak& t) {
-  set_engine_option(o, "despill", number_text(t.despill), "review");
-  set_engine_option(o, "despeckle", t.despeckle ? "true" : "false", "review");
-  set_engine_option(o, "despeckle_size", std::to_string(t.despeckle_size), "review");
+EngineSettings with_post(EngineSettings o, const PostTweak& t) {
+  set_option(o, "despill", number_text(t.despill), "review");
+  set_option(o, "despeckle", t.despeckle ? "true" : "false", "review");
+  set_option(o, "despeckle_size", std::to_string(t.despeckle_size), "review");
   return o;
 }
 
-PostTweak parse_tweak(const json& body, const EngineOptions& base) {
+PostTweak parse_tweak(const json& body, const EngineSettings& base) {
   PostTweak t;
   t.despill = base.despill_strength * 10;
   t.despeckle = base.despeckle;
@@ -83,7 +83,7 @@ struct Keying::Kept {
 struct Keying::Job {
   std::string id, kind, profile, screen;
   ClipEntry clip;
-  EngineOptions options;
+  Profile options;
   bool write_only = false;
   std::string state = "queued";  // queued | running | done | cancelled | failed
   int frames_done = 0, frames_total = 0, frames_failed = 0;
@@ -151,8 +151,8 @@ std::shared_ptr<const Keying::Kept> Keying::keyed(const ClipEntry& c, int frame,
     fs.screen = screen == "blue" ? Screen::Blue : screen == "green" ? Screen::Green : Screen::Auto;
     std::lock_guard<std::mutex> l(model_m_);
     if (!engine_) {
-      model_ = Model::load(cfg_.engine.model(), cfg_.engine.engine());
-      engine_ = create_engine(model_, cfg_.engine.engine());
+      model_ = Model::load(cfg_.options.model, cfg_.options.engine);
+      engine_ = create_engine(model_, cfg_.options.engine);
     }
     k->raw = key_frame(*engine_, nullptr, std::move(src), fs);
     *ran = true;
@@ -175,7 +175,7 @@ Pixels Keying::tweak(const ClipEntry& c, int frame, const PostTweak& t, bool com
   timings["key_ms"] = ms_since(t0);
   timings["keyed"] = ran;  // false: post-processing only, no model
   t0 = Clock::now();
-  PostSettings ps = post_settings(with_post(cfg_.engine, t), k->raw.backing);
+  PostSettings ps = post_settings(with_post(cfg_.options.engine, t), k->raw.backing);
   ps.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   std::lock_guard<std::mutex> l(k->m);
   if (!k->clean || k->clean_despeckle != ps.despeckle || (ps.despeckle && k->clean_size != ps.despeckle_size)) {
@@ -197,7 +197,7 @@ std::string Keying::start(const ClipEntry& c, const std::string& profile, const 
     throw HttpError(400, "screen '" + screen + "': expected auto, green or blue");
   auto j = std::make_shared<Job>();
   j->options = cfg_.engine_for(profile);  // ConfigError (400) for an unknown profile
-  if (post) j->options = with_post(j->options, *post);
+  if (post) j->options.engine = with_post(j->options.engine, *post);
   j->kind = post ? "write" : "key";
   j->write_only = post != nullptr;
   j->profile = profile;
@@ -337,11 +337,11 @@ void Keying::run(Job& j) {
     std::shared_ptr<const Model> shared;
     {
       std::lock_guard<std::mutex> l(model_m_);
-      if (model_ && model_key(j.options.model()) == model_key(cfg_.engine.model())) shared = model_;
+      if (model_ && model_key(j.options.model) == model_key(cfg_.options.model)) shared = model_;
     }
     JobSummary s;
     if (shared) {
-      auto engine = create_engine(shared, j.options.engine());
+      auto engine = create_engine(shared, j.options.engine);
       s = run_inference(*engine, io, on_event);
     } else {
       s = run_inference(j.options, io, on_event);

@@ -33,9 +33,9 @@ struct PostTweak {
 };
 /// From a POST body: HttpError 400 naming a key of the wrong type; the option table's
 /// checks (ConfigError) for values out of range.
-PostTweak parse_tweak(const json& body, const EngineOptions& base);
+PostTweak parse_tweak(const json& body, const EngineSettings& base);
 /// `o` with the tweak's despill and despeckle (the option table's checks: ConfigError).
-EngineOptions with_post(EngineOptions o, const PostTweak& t);
+EngineSettings with_post(EngineSettings o, const PostTweak& t);
 /// A number as the option tables read it, in every locale.
 std::string number_text(double v);
 

@@ -284,15 +284,15 @@ class Review {
   /// a profile names a checkpoint and an AOTInductor package (compiled code) to load, so a
   /// request must not choose a file.
   std::string profile_of(const json& j) const {
-    const std::string p = text(j, "profile", cfg_.engine.profile);
+    const std::string p = text(j, "profile", cfg_.options.engine.profile);
     const auto names = builtin_profiles();
-    if (p == cfg_.engine.profile || std::find(names.begin(), names.end(), p) != names.end()) return p;
-    throw HttpError(400, "profile '" + p + "': expected a built-in profile or '" + cfg_.engine.profile + "'");
+    if (p == cfg_.options.engine.profile || std::find(names.begin(), names.end(), p) != names.end()) return p;
+    throw HttpError(400, "profile '" + p + "': expected a built-in profile or '" + cfg_.options.engine.profile + "'");
   }
 
   void edit_routes(httplib::Server& svr) {
     svr.Get("/api/profiles", [this](const httplib::Request&, httplib::Response& res) {
-      send_json(res, {{"profiles", builtin_profiles()}, {"default", cfg_.engine.profile}});
+      send_json(res, {{"profiles", builtin_profiles()}, {"default", cfg_.options.engine.profile}});
     });
     // A tweak: the frame keyed once by the loaded model, then post-processed only; the
     // answer is the comp (or processed) as the views show it. Nothing is written.
@@ -313,7 +313,7 @@ class Review {
       if (b.contains("display")) v.display = text(b, "display");
       v.validate();
       json timings;
-      const Pixels p = keying_.tweak(*c, f, parse_tweak(b, cfg_.engine), view == "comp", v, timings);
+      const Pixels p = keying_.tweak(*c, f, parse_tweak(b, cfg_.options.engine), view == "comp", v, timings);
       const auto t0 = std::chrono::steady_clock::now();
       // Stored, not deflated: a tweak's answer is used once, and deflating a 1920x1080
       // frame cost more than sending it over loopback.
@@ -325,7 +325,7 @@ class Review {
     svr.Post("/api/settings", [this](const httplib::Request& req, httplib::Response& res) {
       const json b = body_of(req);
       const auto c = clip_of(b);
-      send_json(res, keying_.save_settings(*c, parse_tweak(b, cfg_.engine), profile_of(b)));
+      send_json(res, keying_.save_settings(*c, parse_tweak(b, cfg_.options.engine), profile_of(b)));
     });
     svr.Post("/api/key", [this](const httplib::Request& req, httplib::Response& res) {
       const json b = body_of(req);
@@ -335,7 +335,7 @@ class Review {
     svr.Post("/api/write", [this](const httplib::Request& req, httplib::Response& res) {
       const json b = body_of(req);
       const auto c = clip_of(b);
-      const PostTweak t = parse_tweak(b, cfg_.engine);
+      const PostTweak t = parse_tweak(b, cfg_.options.engine);
       send_json(res, {{"job", keying_.start(*c, profile_of(b), "auto", &t)}});
     });
     svr.Post("/api/cancel", [this](const httplib::Request& req, httplib::Response& res) {

@@ -27,10 +27,10 @@ struct ReviewConfig {
   std::string ocio_config;         // displays and views; names that are not built in
   int64_t cache_mb = 1024;         // decoded frames and encoded previews kept (LRU)
   std::size_t max_body_bytes = std::size_t{1} << 20;  // POST bodies are small JSON
-  EngineOptions engine;            // the model tweaks run on, and the keys' default profile
+  Profile options;                 // the model tweaks run on, and the keys' default profile
   /// A key's options: `profile` with the command line's engine flags over it (ConfigError
   /// for an unknown profile).
-  std::function<EngineOptions(const std::string& profile)> engine_for;
+  std::function<Profile(const std::string& profile)> engine_for;
   std::string cli;                 // this binary, for the command lines the page shows
 };
 

@@ -51,12 +51,12 @@ std::string yaml_string(const std::string& s) { return json(s).dump(-1, ' ', fal
 struct ModelFields {
   std::string top, overrides, flags;
 };
-ModelFields model_fields(const EngineOptions& o, const EngineOptions& profile) {
+ModelFields model_fields(const Profile& o, const Profile& profile) {
   ModelFields m;
   for (const auto& f : engine_option_fields()) {
     if (f.key == "despill" || f.key == "despeckle" || f.key == "despeckle_size") continue;
-    std::string v = engine_option_value(o, f.key);
-    if (v == engine_option_value(profile, f.key)) continue;
+    std::string v = option_value(o, f.key);
+    if (v == option_value(profile, f.key)) continue;
     if (!v.empty() && f.allowed.find("path") != std::string::npos) {
       const bool folder = v.back() == '/';  // tune_cache: a trailing '/' names a folder cache
       v = fs::absolute(v).lexically_normal().string();
@@ -75,7 +75,8 @@ ModelFields model_fields(const EngineOptions& o, const EngineOptions& profile) {
 }  // namespace
 
 json Keying::save_settings(const ClipEntry& c, const PostTweak& t, const std::string& profile) {
-  const EngineOptions o = with_post(cfg_.engine_for(profile), t);
+  Profile o = cfg_.engine_for(profile);
+  o.engine = with_post(o.engine, t);
   const ModelFields model = model_fields(o, load_profile(profile));
   // The folder as checked, held open: the file is written and renamed through it, so a link
   // swapped in for Output/ after the check is not written through.

@@ -125,7 +125,7 @@ bool wants(const std::vector<OutputArg>& outs, FrameOutput k) {
 
 /// Post-processing settings with every core: a repost is what a host waits for when a
 /// slider moves.
-PostSettings serve_post(const EngineOptions& o, Screen backing) {
+PostSettings serve_post(const EngineSettings& o, Screen backing) {
   PostSettings ps = post_settings(o, backing);
   ps.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   return ps;
@@ -234,9 +234,9 @@ json write_outputs(const CachedFrame& f, const PostSettings& ps, const std::vect
 
 /// The post-processing settings of the params on top of `base` (what the frame was keyed
 /// with, or the model's): despill, despeckle, despeckle_size by their profile names.
-EngineOptions post_options(EngineOptions base, const json& params, const std::string& method) {
+EngineSettings post_options(EngineSettings base, const json& params, const std::string& method) {
   for (const auto& [k, v] : params.items())
-    if (is_post_key(k)) set_engine_option(base, k, scalar_text(v, k, method), method);
+    if (is_post_key(k)) set_option(base, k, scalar_text(v, k, method), method);
   return base;
 }
 
@@ -284,7 +284,7 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
     throw RpcError(kInvalidParams, method + ": color and input_colorspace both given (color is "
                                             "the deprecated spelling); give one");
   const FrameSettings fs = frame_settings(io);
-  const EngineOptions post = post_options(s->opt, params, method);
+  const EngineSettings post = post_options(s->opt.engine, params, method);
   const std::string compression = io.exr_compression;
   return [this, s, plate, hint, outs, fs, post, compression, method](Job& job) {
     const double queue_ms = ms_since(job.queued_at);
@@ -345,7 +345,7 @@ json Server::frame_repost(const json& params) {
   if (wants(outs, FrameOutput::Hint) && f->raw.hint.empty())
     throw RpcError(kInvalidParams, method + ": outputs: hint: frame '" + id + "' was keyed with a given hint");
   const auto t0 = Clock::now();
-  const EngineOptions post = post_options(f->post, params, method);
+  const EngineSettings post = post_options(f->post, params, method);
   Screen backing = f->raw.backing;
   if (has_param(params, "screen")) {  // which channel despill acts on
     const auto sc = param_string(params, "screen", method);

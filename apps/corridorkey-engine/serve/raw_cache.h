@@ -15,7 +15,7 @@ namespace corridorkey::serve {
 
 struct CachedFrame {
   RawFrame raw;
-  EngineOptions post;  // the despill / despeckle settings the frame was keyed with
+  EngineSettings post;  // the engine's, with the despill / despeckle the frame was keyed with
   std::string model_id, exr_compression;
   /// The despeckled alpha of the last despeckle settings used: a repost that changes only
   /// despill (a slider) reuses it (frame_methods.cpp, clean_alpha()).

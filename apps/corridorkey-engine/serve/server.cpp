@@ -38,15 +38,13 @@ bool is_engine_key(const std::string& k) {
   return keys.count(k) > 0;
 }
 
-std::string model_key(const EngineOptions& o, bool include_post) {
-  EngineOptions k = o;
-  if (!include_post) {
-    const EngineOptions d;
-    k.despill_strength = d.despill_strength;
-    k.despeckle = d.despeckle;
-    k.despeckle_size = d.despeckle_size;
+std::string slot_key(const Profile& o, bool include_post) {
+  std::string text = "model_key=" + corridorkey::model_key(o.model);
+  for (const auto& f : engine_option_fields()) {
+    if (f.in_model_key || (!include_post && is_post_key(f.key))) continue;
+    text += "\n" + f.key + "=" + option_value(o, f.key);
   }
-  const std::string text = to_yaml(k);
+  text += "\nprofile=" + o.engine.profile;
   uint64_t h = 1469598103934665603ull;  // FNV-1a 64
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
   char b[16];
@@ -59,17 +57,17 @@ Server::Server(const ServeConfig& c, const std::atomic<bool>& stop)
 
 // ---- models and their workers ------------------------------------------------------
 
-EngineOptions Server::load_options(const json& params, const std::string& method, std::string& profile) {
+Profile Server::load_options(const json& params, const std::string& method, std::string& profile) {
   // Without "profile": the server's own options (its --profile and flags); with one: that
   // profile on the server's device and threads.
-  EngineOptions o = cfg_.base;
+  Profile o = cfg_.base;
   if (has_param(params, "profile")) {
     o = load_profile(param_string(params, "profile", method));
-    o.device = cfg_.base.device;
-    o.threads = cfg_.base.threads;
+    o.model.device = cfg_.base.model.device;
+    o.model.threads = cfg_.base.model.threads;
   }
-  profile = o.profile;
-  o.mmap = false;  // a long-lived process: a checkpoint replaced on disk must not SIGBUS it
+  profile = o.engine.profile;
+  o.model.mmap = false;  // a long-lived process: a checkpoint replaced on disk must not SIGBUS it
   std::map<std::string, std::string> given;  // key -> where, so that one key is set once
   auto apply = [&](const std::string& key, const json& v, const std::string& where) {
     // "precision" is the CLI flag's name (--precision) for the profile key model_precision.
@@ -83,7 +81,7 @@ EngineOptions Server::load_options(const json& params, const std::string& method
                                          "by its profile name: checkpoint, checkpoint_blue, device, "
                                          "img_size, model_precision (or precision), ...; `corridorkey-engine profiles "
                                          "show` lists them)");
-    set_engine_option(o, k, scalar_text(v, k, method), where);
+    set_option(o, k, scalar_text(v, k, method), where);
   };
   for (const auto& [k, v] : params.items()) {
     if (k == "profile") continue;
@@ -140,9 +138,9 @@ void Server::reap_retired(bool all) {
     if (s->worker.joinable()) s->worker.join();
 }
 
-std::shared_ptr<ModelSlot> Server::slot_for(EngineOptions o, const std::string& profile,
+std::shared_ptr<ModelSlot> Server::slot_for(Profile o, const std::string& profile,
                                             bool include_post) {
-  const std::string id = model_key(o, include_post);
+  const std::string id = slot_key(o, include_post);
   reap_retired(false);
   std::lock_guard<std::mutex> l(models_m_);
   if (!models_.count(id) && models_.size() >= kMaxModels) {
@@ -219,21 +217,22 @@ std::shared_ptr<ModelSlot> Server::model_for(Conn& c, const json& params, const 
   }
   // Engine settings among the params: the same model if they change nothing it was built
   // with, another one (loaded once, then shared) if they do.
-  EngineOptions o = base->opt;
+  Profile o = base->opt;
   bool changed = false;
   for (const auto& [k, v] : params.items()) {
     if (!is_engine_key(k) || (is_post_key(k) && !post_in_key)) continue;
-    set_engine_option(o, k, scalar_text(v, k, method), method);
+    set_option(o, k, scalar_text(v, k, method), method);
     changed = true;
   }
   if (!changed) return base;
   validate_profile(o, method);
-  if (model_key(o, post_in_key) == model_key(base->opt, post_in_key)) return base;
+  if (slot_key(o, post_in_key) == slot_key(base->opt, post_in_key)) return base;
   // clip.key with other post settings gets its own engine, keyed with them too
   return slot_for(o, base->profile, post_in_key);
 }
 
-std::shared_ptr<const Model> Server::shared_model(const EngineOptions& o, bool* shared) {
+std::shared_ptr<const Model> Server::shared_model(const ModelOptions& o, const EngineSettings& plan_for,
+                                                  bool* shared) {
   const std::string key = corridorkey::model_key(o);
   // One load per key, and loads of different keys at once: the lock covers the bookkeeping
   // only, so a host loading a second checkpoint does not wait for the first one's read.
@@ -257,7 +256,7 @@ std::shared_ptr<const Model> Server::shared_model(const EngineOptions& o, bool* 
     return m;
   }
   try {
-    auto m = Model::load(o.model(), o.engine());
+    auto m = Model::load(o, plan_for);
     {
       std::lock_guard<std::mutex> l(weights_m_);
       weights_[key] = m;
@@ -291,16 +290,11 @@ void Server::ensure_loaded(ModelSlot& s) {
 void Server::load_engines(ModelSlot& s) {
   const auto t = Clock::now();
   bool shared = false;
-  auto engine = create_engine(shared_model(s.opt, &shared), s.opt.engine());
+  auto engine = create_engine(shared_model(s.opt.model, s.opt.engine, &shared), s.opt.engine);
   std::unique_ptr<BaseEngine> blue;
-  if (!s.opt.checkpoint_blue.empty()) {  // blue-backed plates go to the blue-screen model
-    EngineOptions b = s.opt;
-    b.checkpoint = s.opt.checkpoint_blue;
-    b.checkpoint_blue.clear();
-    b.random_weights_arch.clear();
-    b.model_screen = Screen::Blue;
-    try {
-      blue = create_engine(shared_model(b), b.engine());
+  if (!s.opt.model.checkpoint_blue.empty()) {  // blue-backed plates go to the blue-screen model
+    try {  // its Model shared by key as the green one's (blue_model_options, model.h)
+      blue = create_engine(shared_model(blue_model_options(s.opt.model), s.opt.engine), s.opt.engine);
     } catch (const IoError& e) {
       throw IoError(std::string("checkpoint_blue: ") + e.what());
     } catch (const ModelError& e) {
@@ -461,7 +455,7 @@ json Server::engine_info() {
     for (const auto& [id, s] : models_) {
       std::lock_guard<std::mutex> ls(s->m);
       json m{{"model_id", id}, {"profile", s->profile}, {"loaded", s->loaded}, {"queued", s->queue.size()},
-             {"checkpoint", s->loaded ? s->info.checkpoint : s->opt.checkpoint}};
+             {"checkpoint", s->loaded ? s->info.checkpoint : s->opt.model.checkpoint}};
       if (s->loaded)
         m["info"] = {{"device", s->info.device}, {"precision", s->info.precision},
                      {"img_size", s->info.img_size}, {"attention", s->info.attention},
@@ -475,7 +469,7 @@ json Server::engine_info() {
           {"listen", cfg_.listen},
           {"uptime_s", ms_since(started_) / 1000},
           {"default_checkpoint", default_checkpoint()},
-          {"default_profile", cfg_.base.profile},
+          {"default_profile", cfg_.base.engine.profile},
           {"profiles", builtin_profiles()},
           {"methods", {"engine.info", "model.load", "model.unload", "frame.key", "frame.repost", "clip.key",
                        "job.cancel", "server.shutdown"}},

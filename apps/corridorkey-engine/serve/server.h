@@ -26,7 +26,7 @@ struct ServeConfig {
   int queue_limit = 16;          // waiting requests per model; more is a kBusy error
   /// The model of model.load without "profile" and of frame.key before any model.load (the
   /// --profile and engine flags of `serve`); its device and threads apply to every model.
-  EngineOptions base;
+  Profile base;
 };
 
 /// Serves until stdin closes (stdio), server.shutdown, or `stop` (SIGINT / SIGTERM). Work in

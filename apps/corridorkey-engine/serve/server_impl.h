@@ -68,7 +68,7 @@ struct Job {
 /// A loaded (or loading) model: its options, its engines and the queue its worker drains.
 struct ModelSlot {
   std::string id, profile;
-  EngineOptions opt;  // fixed at creation
+  Profile opt;  // fixed at creation
   // Worker thread only:
   std::unique_ptr<BaseEngine> engine, blue;
   double load_ms = 0;
@@ -131,7 +131,7 @@ class Server {
   void reap_retired(bool all);
   /// The model of these options (post-processing settings part of its identity only when
   /// include_post), created with its worker on first use; at most kMaxModels.
-  std::shared_ptr<ModelSlot> slot_for(EngineOptions o, const std::string& profile,
+  std::shared_ptr<ModelSlot> slot_for(Profile o, const std::string& profile,
                                       bool include_post = false);
   std::shared_ptr<ModelSlot> find_slot(const std::string& id);
   /// Why a model_id left the server ("" when it did not, or the reason was forgotten).
@@ -139,7 +139,7 @@ class Server {
   /// The connection's model after a failed model.load: the one it had before (or none).
   void settle_model(Conn& c);
   /// model.load's options: profile + engine settings (top level or in "overrides").
-  EngineOptions load_options(const json& params, const std::string& method, std::string& profile);
+  Profile load_options(const json& params, const std::string& method, std::string& profile);
   /// The model a frame.key / clip.key runs on: "model", else the client's, else the default,
   /// changed by any engine settings among the params (a new model when they differ).
   std::shared_ptr<ModelSlot> model_for(Conn& c, const json& params, const std::string& method,
@@ -156,7 +156,8 @@ class Server {
   /// The Model of these options' model_key(): loaded once, then shared by every slot whose
   /// options differ only in per-engine fields (post-processing, refiner, compile mode).
   /// `shared`: set when it was loaded already.
-  std::shared_ptr<const Model> shared_model(const EngineOptions& o, bool* shared = nullptr);
+  std::shared_ptr<const Model> shared_model(const ModelOptions& o, const EngineSettings& plan_for,
+                                             bool* shared = nullptr);
   static json load_result(ModelSlot& s, bool cached);
 
   // frame_methods.cpp
@@ -195,11 +196,13 @@ class Server {
   const Clock::time_point started_ = Clock::now();
 };
 
-/// Keys of EngineOptions that post-processing reads (per frame in frame.key / frame.repost).
+/// Keys of EngineSettings that post-processing reads (per frame in frame.key / frame.repost).
 bool is_post_key(const std::string& key);
 bool is_engine_key(const std::string& key);
-/// "m" + 12 hex digits of the options that shape the model (post-processing settings aside
-/// unless include_post).
-std::string model_key(const EngineOptions& o, bool include_post);
+/// A slot's identity, the model_id clients see: "m" + 12 hex digits of the public
+/// model_key(options.model) (which weights) and every field outside it (the engine's
+/// settings, checkpoint_blue, tune_cache, the process-wide ones), post-processing settings
+/// aside unless include_post. Not the Model's key: slots of one Model share its weights.
+std::string slot_key(const Profile& options, bool include_post);
 
 }  // namespace corridorkey::serve

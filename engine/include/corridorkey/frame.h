@@ -82,7 +82,9 @@ struct RawFrame {
 };
 
 /// Keys one frame. A plate on a blue backing is keyed by `blue_engine` (a blue-screen
-/// model) when given, else by `engine` with green and blue swapped. Throws IoError naming
+/// model) when given, else by the blue-screen engine `engine` holds when its Model names
+/// checkpoint_blue (loaded on the first blue plate), else by `engine` with green and blue
+/// swapped. Throws IoError naming
 /// the file (unreadable; no backing found to generate a hint against; plate and hint of
 /// different aspect ratios), ModelError for a non-finite model output.
 CORRIDORKEY_API RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine,
@@ -96,22 +98,22 @@ CORRIDORKEY_API RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine,
 /// outputs `request` asks for go, each in its colour space (output_image), into the result or
 /// the request's views (checked before the model runs). FrameResult::warnings holds what
 /// RawFrame::warnings would, each also sent to the log handler. BaseEngine::process_frame is
-/// this with the engine's own input_is_linear and no blue-screen model.
+/// this with the engine's own input_is_linear and blue_engine nullptr.
 CORRIDORKEY_API FrameResult key_frame(BaseEngine& engine, BaseEngine* blue_engine, const ImageView& plate,
                                       const ImageView& hint, const FrameSettings& settings,
                                       const FrameRequest& request = {});
 
-/// Post-processing settings, from an engine's options (despill, despeckle) and a backing.
+/// Post-processing settings, from an engine's settings (despill, despeckle) and a backing.
 struct PostSettings {
   bool despeckle = true;
   int64_t despeckle_size = 400;
-  double despill_strength = 0.5;  // 0..1 (EngineOptions::despill_strength)
+  double despill_strength = 0.5;  // 0..1 (EngineSettings::despill_strength)
   Screen backing = Screen::Green; // despill acts on this channel
   /// Threads for the per-pixel steps (the same result for any count). The clip pipeline
   /// uses 1 (its writers already finish frames in parallel); `serve` uses the cores.
   int threads = 1;
 };
-CORRIDORKEY_API PostSettings post_settings(const EngineOptions& options, Screen backing);
+CORRIDORKEY_API PostSettings post_settings(const EngineSettings& settings, Screen backing);
 
 struct FinishedFrame {
   Image processed;  // [H,W,4] linear premultiplied (despeckled alpha, despilled fg)

@@ -27,12 +27,12 @@ struct JobSpec {
   std::string profile = "optimized";  // name or path the engine options start from
   std::vector<JobClip> clips;       // explicit clips, then every clip under clips_root
   std::string clips_root;
-  EngineOptions engine;             // profile + overrides + checkpoint/device/img_size/post knobs
+  Profile options;                  // profile + overrides + checkpoint/device/img_size/post knobs
   InferenceOptions inference;       // outputs, codecs, on_error, workers (paths unused)
   int chunk_size = 10;              // frames per chunk (scheduler tasks)
   /// Set by `job export` (and shown by `job plan`): the precision every chunk runs, so
   /// that chunks keyed on different node types do not flicker (bf16 against fp32 moves
-  /// the matte). Exports pass it as `job run --precision`. Empty: engine.model_precision.
+  /// the matte). Exports pass it as `job run --precision`. Empty: options.model.model_precision.
   std::string pinned_precision;
 };
 

@@ -1,10 +1,10 @@
 // A loaded GreenFormer: immutable weights on one device, shared by the engines made from it.
 //
-//   corridorkey::EngineOptions opt = corridorkey::load_profile("optimized");  // both halves
-//   opt.checkpoint = "CorridorKey.safetensors";
-//   auto model = corridorkey::Model::load(opt.model(), opt.engine());  // one read, one plan
-//   auto a = corridorkey::create_engine(model, opt.engine());  // thread A's engine
-//   auto b = corridorkey::create_engine(model, opt.engine());  // thread B's: the same weights
+//   corridorkey::Profile opt = corridorkey::load_profile("optimized");  // both halves
+//   opt.model.checkpoint = "CorridorKey.safetensors";
+//   auto model = corridorkey::Model::load(opt.model, opt.engine);  // one read, one plan
+//   auto a = corridorkey::create_engine(model, opt.engine);  // thread A's engine
+//   auto b = corridorkey::create_engine(model, opt.engine);  // thread B's: the same weights
 //
 // The options come in two structs (options.h), as llama.cpp's model and context params do:
 // ModelOptions (what the weights hold, and the process-wide switches) for Model::load, and
@@ -57,9 +57,15 @@ CORRIDORKEY_NAMESPACE_BEGIN
 /// checkpoint=<absolute path>;model_screen=green;device=<resolved device>"), then the random
 /// weights' architecture and seed. Device "auto" and an empty checkpoint are resolved first,
 /// so equal keys mean equal weights. The process-wide fields, mmap and checkpoint_blue are
-/// not in it. An EngineOptions passes as its model() part. Throws DeviceError for a device
+/// not in it. Throws DeviceError for a device
 /// that is not there.
 CORRIDORKEY_API std::string model_key(const ModelOptions& options);
+
+/// The options of `main`'s blue-screen Model: checkpoint_blue as the checkpoint, a blue
+/// model_screen, every other field main's (so both Models store and run their weights alike).
+/// An engine on `main` loads it on its first blue plate (engine.h); a host that keeps Models
+/// by key loads it with Model::load(blue_model_options(main), settings).
+CORRIDORKEY_API ModelOptions blue_model_options(const ModelOptions& main);
 
 class CORRIDORKEY_API Model {
  public:
@@ -71,9 +77,8 @@ class CORRIDORKEY_API Model {
   /// DeviceError as engines do.
   static std::shared_ptr<const Model> load(const ModelOptions& options,
                                            const EngineSettings& plan_for = default_engine_settings());
-  /// The combined struct, for one release: Model::load(options.model(), options.engine()).
-  [[deprecated("Model::load(options.model(), options.engine())")]] static std::shared_ptr<const Model> load(
-      const EngineOptions& options);
+  /// Both halves as a profile holds them: load(profile.model, profile.engine).
+  static std::shared_ptr<const Model> load(const Profile& profile) { return load(profile.model, profile.engine); }
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;

@@ -1,11 +1,11 @@
-// The option tables, as the public API sees them: every user-settable field of
-// EngineOptions and InferenceOptions, with its YAML key, flag, help, allowed values and
+// The option tables, as the public API sees them: every user-settable field of a Profile
+// (ModelOptions and EngineSettings) and of InferenceOptions, with its YAML key, flag, help, allowed values and
 // default. One table per struct (engine/src/config/*_fields.cpp) is the only place that
 // parses or prints a field; profiles, job files, the CLI's flags and to_yaml use it, so a
 // field added there is a YAML key and a flag everywhere. Defaults are the structs' own.
 //
 // Thread-safety: the tables are built once, thread-safely; every function may be called
-// from any thread (one EngineOptions changed by two threads at once is the caller's race).
+// from any thread (one Profile changed by two threads at once is the caller's race).
 #pragma once
 
 #include <corridorkey/export.h>
@@ -55,24 +55,41 @@ struct OptionInfo {
   bool is_path = false;
 };
 
-/// EngineOptions fields (Profile and Run scope), in table order.
+/// The Profile's fields, both halves (Profile and Run scope), in table order; each row's
+/// `owner` says which half it sets.
 CORRIDORKEY_API std::vector<OptionInfo> engine_option_fields();
 /// InferenceOptions fields (Inference scope), in table order.
 CORRIDORKEY_API std::vector<OptionInfo> inference_option_fields();
 
-/// Sets one field from text. Keys are snake_case ('-' accepted for '_'). ConfigError names
-/// `source`, the key, the value and what is allowed; NaN and Inf are never accepted.
-CORRIDORKEY_API void set_engine_option(EngineOptions& options, const std::string& key,
-                                       const std::string& value,
-                                       const std::string& source = "command line");
+/// The one text setter of the Profile table: sets one field from text in the half its row
+/// belongs to (OptionInfo::owner). Keys are snake_case ('-' accepted for '_'). ConfigError
+/// names `source`, the key, the value and what is allowed; NaN and Inf are never accepted.
+/// `widest`: the widest scope taken; OptionScope::Profile refuses run fields (checkpoint,
+/// device ...), as a profile file or a job's `overrides:` do.
+CORRIDORKEY_API void set_option(Profile& options, const std::string& key, const std::string& value,
+                                const std::string& source = "command line",
+                                OptionScope widest = OptionScope::Run);
+/// The same for one half alone: a key of the other half is a ConfigError saying which half
+/// it belongs to (a host that holds a Model's options apart from its engines' settings).
+CORRIDORKEY_API void set_option(ModelOptions& options, const std::string& key,
+                                const std::string& value, const std::string& source = "command line");
+CORRIDORKEY_API void set_option(EngineSettings& options, const std::string& key,
+                                const std::string& value, const std::string& source = "command line");
 CORRIDORKEY_API void set_inference_option(InferenceOptions& options, const std::string& key,
                                           const std::string& value,
                                           const std::string& source = "command line");
-/// A field's value as text (what to_yaml prints).
-CORRIDORKEY_API std::string engine_option_value(const EngineOptions& options,
-                                                const std::string& key);
+/// A field's value as text (what to_yaml prints), from the half its row belongs to.
+CORRIDORKEY_API std::string option_value(const Profile& options, const std::string& key);
+CORRIDORKEY_API std::string option_value(const ModelOptions& options, const std::string& key);
+CORRIDORKEY_API std::string option_value(const EngineSettings& options, const std::string& key);
 CORRIDORKEY_API std::string inference_option_value(const InferenceOptions& options,
                                                    const std::string& key);
+
+/// Deprecated (one release): set_option and option_value.
+[[deprecated("set_option(profile, key, value, source)")]] CORRIDORKEY_API void set_engine_option(
+    Profile& options, const std::string& key, const std::string& value, const std::string& source = "command line");
+[[deprecated("option_value(profile, key)")]] CORRIDORKEY_API std::string engine_option_value(
+    const Profile& options, const std::string& key);
 
 /// Cross-field checks of InferenceOptions (at least one output ...).
 CORRIDORKEY_API void validate_inference_options(const InferenceOptions& options,

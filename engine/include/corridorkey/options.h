@@ -4,8 +4,8 @@
 //    process-wide switches (threads, tf32 ...). Model::load takes it (model.h).
 //  - EngineSettings: what each engine owns (size, refiner, compile mode, memory policy,
 //    post-processing). create_engine takes it (engine.h).
-//  - EngineOptions: both, as profiles (profiles/*.yaml), flags and job files fill them
-//    (profile.h), and as run_inference takes them.
+//  - Profile: both halves side by side, as profiles (profiles/*.yaml), flags and job files
+//    fill them (profile.h), and as run_inference takes them.
 //  - InferenceOptions: what the clip pipeline reads and writes (pipeline.h).
 // Each field has one row in a table (option_fields.h) that parses and prints it; the
 // defaults below are the only defaults.
@@ -222,12 +222,12 @@ struct EngineSettings {
 CORRIDORKEY_API ModelOptions default_model_options();
 CORRIDORKEY_API EngineSettings default_engine_settings();
 
-/// Both halves in one struct: what a profile file, the CLI's flags and a job file fill
-/// (load_profile), and what run_inference takes. model() and engine() are the two parts.
-/// Model::load(EngineOptions) and create_engine(EngineOptions) are deprecated for one release:
-/// call Model::load(o.model(), o.engine()) and create_engine(model, o.engine()).
+/// Both halves side by side, as a profile file, a job file and the CLI's flags fill them
+/// (load_profile, set_option) and as run_inference takes them: `model` for Model::load,
+/// `engine` for create_engine. Nothing underneath merges them back into one struct: a Model
+/// holds its ModelOptions, an engine its Model and its own EngineSettings.
 ///
-/// Every field belongs to exactly one part (the option tables say which, OptionInfo::owner):
+/// Every field belongs to exactly one half (the option tables say which, OptionInfo::owner):
 ///   ModelOptions:   checkpoint, random_weights_arch, random_weights_seed, model_screen,
 ///                   checkpoint_blue, device, mmap, model_precision, mixed_precision,
 ///                   channels_last, fused_decoder, flash_attention, native_attention,
@@ -239,19 +239,16 @@ CORRIDORKEY_API EngineSettings default_engine_settings();
 ///                   fused_refiner, tile_size, cache_clearing, compile_mode, aoti_package,
 ///                   dma_buffers, on_oom, input_is_linear, despill_strength, despeckle,
 ///                   despeckle_size, refiner_scale
-struct EngineOptions : ModelOptions, EngineSettings {
-  const ModelOptions& model() const { return *this; }
-  ModelOptions& model() { return *this; }
-  const EngineSettings& engine() const { return *this; }
-  EngineSettings& engine() { return *this; }
-  /// The two parts as one (what load_profile gives, from what a host holds apart).
-  static EngineOptions of(const ModelOptions& m, const EngineSettings& e) {
-    EngineOptions o;
-    static_cast<ModelOptions&>(o) = m;
-    static_cast<EngineSettings&>(o) = e;
-    return o;
-  }
+struct Profile {
+  ModelOptions model;
+  EngineSettings engine;
 };
+
+/// The combined struct of 0.1 (it inherited both halves) is gone; its name stays one release
+/// as an alias of Profile, whose halves are members: `o.checkpoint` is `o.model.checkpoint`,
+/// `o.engine()` is `o.engine`. Removed in 0.3 (docs/embedding.md, "Migrating from
+/// EngineOptions").
+using EngineOptions [[deprecated("corridorkey::Profile: its halves are .model and .engine")]] = Profile;
 
 enum class OnError { Stop, Skip };
 /// Where a clip's alpha hints come from: Files (<clip>/AlphaHint/, required), Chroma (a

@@ -23,9 +23,9 @@
 // whole call, so nothing else may call that engine (or the blue engine) until it returns;
 // other engines, also on the same Model, may key at the same time. Two run_inference calls
 // on different engines may run concurrently (their output folders should differ). The
-// overload taking EngineOptions makes its own engines and may be called from any thread:
-// the combined struct, since a job needs both halves (its model() part loads the Model, and
-// the blue-screen Model, with the plan made for its engine() part; engines run with that).
+// overload taking a Profile makes its own engines and may be called from any thread: a job
+// needs both halves (profile.model loads the Model, and the blue-screen Model, with the plan
+// made for profile.engine; the engines run with profile.engine).
 // `cancel` may be set from any thread, the signal handler included.
 #pragma once
 
@@ -95,10 +95,10 @@ CORRIDORKEY_API JobSummary run_inference(BaseEngine& engine, BaseEngine* blue_en
                                          const InferenceOptions& job,
                                          const std::function<void(const PipelineEvent&)>& on_event = {});
 
-/// The same with an engine built from `engine_options` for this call (ModelError /
-/// DeviceError from loading it), and the blue-screen model of checkpoint_blue loaded only
-/// when a clip is on a blue backing.
-CORRIDORKEY_API JobSummary run_inference(const EngineOptions& engine_options,
+/// The same with an engine built from `profile` for this call (ModelError / DeviceError from
+/// loading it), and the blue-screen model of checkpoint_blue loaded only when a clip is on a
+/// blue backing.
+CORRIDORKEY_API JobSummary run_inference(const Profile& profile,
                                          const InferenceOptions& job,
                                          const std::function<void(const PipelineEvent&)>& on_event = {});
 

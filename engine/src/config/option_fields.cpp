@@ -28,9 +28,44 @@ EngineSettings default_engine_settings() { return EngineSettings{}; }
 std::vector<OptionInfo> engine_option_fields() { return engine_table().info(); }
 std::vector<OptionInfo> inference_option_fields() { return config::inference_table().info(); }
 
-void set_engine_option(EngineOptions& o, const std::string& key, const std::string& value,
-                       const std::string& source) {
+namespace {
+/// The row of `key` in the Profile table, for a caller holding one half: a key of the other
+/// half is refused, naming the half it belongs to.
+const config::Field<Profile>& row_of(const std::string& key, OptionOwner half, const std::string& source) {
+  const auto* f = engine_table().find(key);
+  CK_CHECK(f, ConfigError, source, ": unknown key '", key, "' (known keys: ", engine_table().known_keys(), ")");
+  CK_CHECK(f->info.owner == half, ConfigError, source, ": key '", f->info.key, "' is ",
+           f->info.owner == OptionOwner::Model ? "a model option (ModelOptions: it is baked into the Model's weights)"
+                                               : "an engine setting (EngineSettings: each engine's own)",
+           ", not ", half == OptionOwner::Model ? "a model option" : "an engine setting");
+  return *f;
+}
+}  // namespace
+
+void set_option(Profile& o, const std::string& key, const std::string& value, const std::string& source,
+                OptionScope widest) {
+  if (widest == OptionScope::Profile) {
+    const auto* f = engine_table().find(key);
+    CK_CHECK(f && f->info.scope == OptionScope::Profile, ConfigError, source, ": unknown key '", key,
+             "' (known keys: ", config::profile_keys(), ")");
+  }
   engine_table().set(o, key, value, source);
+}
+
+void set_option(ModelOptions& o, const std::string& key, const std::string& value, const std::string& source) {
+  Profile p;  // a row sets only the half that declares its field (config::part)
+  p.model = o;
+  row_of(key, OptionOwner::Model, source);
+  engine_table().set(p, key, value, source);
+  o = std::move(p.model);
+}
+
+void set_option(EngineSettings& o, const std::string& key, const std::string& value, const std::string& source) {
+  Profile p;
+  p.engine = o;
+  row_of(key, OptionOwner::Engine, source);
+  engine_table().set(p, key, value, source);
+  o = std::move(p.engine);
 }
 
 void set_inference_option(InferenceOptions& o, const std::string& key, const std::string& value,
@@ -38,8 +73,18 @@ void set_inference_option(InferenceOptions& o, const std::string& key, const std
   config::inference_table().set(o, key, value, source);
 }
 
-std::string engine_option_value(const EngineOptions& o, const std::string& key) {
-  return engine_table().get(o, key);
+std::string option_value(const Profile& o, const std::string& key) { return engine_table().get(o, key); }
+
+std::string option_value(const ModelOptions& o, const std::string& key) {
+  Profile p;
+  p.model = o;
+  return row_of(key, OptionOwner::Model, "option_value").format(p);
+}
+
+std::string option_value(const EngineSettings& o, const std::string& key) {
+  Profile p;
+  p.engine = o;
+  return row_of(key, OptionOwner::Engine, "option_value").format(p);
 }
 
 std::string inference_option_value(const InferenceOptions& o, const std::string& key) {

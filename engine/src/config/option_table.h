@@ -86,13 +86,23 @@ class Table {
 
 // ---- row builders -----------------------------------------------------------------------
 // Each takes the member of the struct that declares it (B: ModelOptions or EngineSettings for
-// EngineOptions' rows, the struct itself otherwise), so a row knows its owner from the type.
+// a Profile's rows, the struct itself otherwise), so a row knows its owner and its half from
+// the type.
 
 template <class B>
 constexpr OptionOwner owner_of() {
   if constexpr (std::is_same_v<B, ModelOptions>) return OptionOwner::Model;
   else if constexpr (std::is_same_v<B, EngineSettings>) return OptionOwner::Engine;
   else return OptionOwner::Inference;
+}
+
+/// The half of `o` a member of B lives in: a Profile's `model` or `engine`, or `o` itself
+/// (the InferenceOptions table, and tables over one half).
+template <class B, class T>
+auto& part(T& o) {
+  if constexpr (std::is_same_v<std::remove_const_t<T>, Profile> && std::is_same_v<B, ModelOptions>) return o.model;
+  else if constexpr (std::is_same_v<std::remove_const_t<T>, Profile> && std::is_same_v<B, EngineSettings>) return o.engine;
+  else return o;
 }
 
 /// The owner fields of a row built for member class B.
@@ -123,8 +133,8 @@ template <class T, class B = T>
 Field<T> switch_row(const char* key, OptionScope scope, bool B::*m, const char* help) {
   Field<T> f;
   f.info = {key, scope, help, "true or false", "", true, {}, {}, OptionKind::Switch};
-  f.parse = [m](T& o, const std::string& v) { return parse_bool(v, o.*m); };
-  f.format = [m](const T& o) { return std::string(o.*m ? "true" : "false"); };
+  f.parse = [m](T& o, const std::string& v) { return parse_bool(v, part<B>(o).*m); };
+  f.format = [m](const T& o) { return std::string(part<B>(o).*m ? "true" : "false"); };
   return owned<B>(f);
 }
 
@@ -140,10 +150,10 @@ Field<T> int_row(const char* key, OptionScope scope, I B::*m, long long lo, long
   f.parse = [m, lo, hi, ok](T& o, const std::string& v) {
     long long x = 0;
     if (!parse_int(v, x) || x < lo || x > hi || (ok && !ok(x))) return false;
-    o.*m = static_cast<I>(x);
+    part<B>(o).*m = static_cast<I>(x);
     return true;
   };
-  f.format = [m](const T& o) { return std::to_string(o.*m); };
+  f.format = [m](const T& o) { return std::to_string(part<B>(o).*m); };
   return owned<B>(f);
 }
 
@@ -156,10 +166,10 @@ Field<T> real_row(const char* key, OptionScope scope, double B::*m, std::functio
   f.parse = [m, ok, store_scale](T& o, const std::string& v) {
     double x = 0;
     if (!parse_real(v, x) || !ok(x)) return false;
-    o.*m = x * store_scale;
+    part<B>(o).*m = x * store_scale;
     return true;
   };
-  f.format = [m, store_scale](const T& o) { return format_real(o.*m / store_scale); };
+  f.format = [m, store_scale](const T& o) { return format_real(part<B>(o).*m / store_scale); };
   return owned<B>(f);
 }
 
@@ -185,14 +195,14 @@ Field<T> choice_row(const char* key, OptionScope scope, E B::*m,
     const std::string low = lower_case(v);
     for (const auto& [n, e] : names)
       if (low == n) {
-        o.*m = e;
+        part<B>(o).*m = e;
         return true;
       }
     return false;
   };
   f.format = [m, names](const T& o) {
     for (const auto& [n, e] : names)
-      if (o.*m == e) return n;
+      if (part<B>(o).*m == e) return n;
     return std::string("?");
   };
   return owned<B>(f);
@@ -206,10 +216,10 @@ Field<T> text_row(const char* key, OptionScope scope, std::string B::*m, const c
   f.info = {key, scope, help, allowed, "", false, {}, {}};
   f.parse = [m, ok](T& o, const std::string& v) {
     if (ok && !ok(v)) return false;
-    o.*m = v;
+    part<B>(o).*m = v;
     return true;
   };
-  f.format = [m](const T& o) { return o.*m; };
+  f.format = [m](const T& o) { return part<B>(o).*m; };
   return owned<B>(f);
 }
 

@@ -1,4 +1,4 @@
-// Profiles: YAML files of Profile-scope fields, parsed and printed through the EngineOptions
+// Profiles: YAML files of Profile-scope fields, parsed and printed through the Profile
 // table (config/engine_fields.cpp); plus the public option-table API.
 #include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
@@ -25,19 +25,6 @@ CORRIDORKEY_NAMESPACE_BEGIN
 namespace {
 
 using config::engine_table;
-
-/// Profile-scope rows only: what a profile file or set_profile_field may set.
-const config::Field<EngineOptions>* profile_row(const std::string& key) {
-  const auto* f = engine_table().find(key);
-  return f && f->info.scope == OptionScope::Profile ? f : nullptr;
-}
-
-std::string profile_keys() {
-  std::string s;
-  for (const auto& r : engine_table().rows())
-    if (r.info.scope == OptionScope::Profile) s += (s.empty() ? "" : ", ") + r.info.key;
-  return s;
-}
 
 bool looks_like_path(const std::string& s) {
   auto ends = [&](const char* suf) {
@@ -74,24 +61,15 @@ std::string profile_dir() {
   return (config::data_dir() / "profiles").string();
 }
 
-void set_profile_field(EngineOptions& o, const std::string& key, const std::string& value,
-                       const std::string& source) {
-  CK_CHECK(profile_row(key), ConfigError, source, ": unknown key '", key,
-           "' (known keys: ", profile_keys(), ")");
-  engine_table().set(o, key, value, source);
-}
-
-void validate_profile(const EngineOptions& o, const std::string& source) {
-  CK_CHECK(o.edge_threshold_low < o.edge_threshold_high, ConfigError, source,
-           ": key 'edge_threshold_low': value ", o.edge_threshold_low,
-           " must be smaller than edge_threshold_high ", o.edge_threshold_high);
-  CK_CHECK(!(o.token_routing && o.engine_kind == EngineKind::Original), ConfigError, source,
+void validate_profile(const Profile& o, const std::string& source) {
+  config::validate_model_options(o.model, source);
+  CK_CHECK(!(o.model.token_routing && o.engine.engine_kind == EngineKind::Original), ConfigError, source,
            ": key 'token_routing': needs 'engine: optimized' (OptimizedEngine owns the routing "
            "modules)");
 }
 
-void apply_profile_yaml(EngineOptions& out, const std::string& text, const std::string& source) {
-  EngineOptions o = out;  // all or nothing: `out` is untouched when the file has an error
+void apply_profile_yaml(Profile& out, const std::string& text, const std::string& source) {
+  Profile o = out;  // all or nothing: `out` is untouched when the file has an error
   const YAML::Node root = config::load_yaml(text, source);
   if (root.IsNull()) return;  // an empty file sets nothing
   CK_CHECK(root.IsMap(), ConfigError, source, ": expected a mapping of profile keys, e.g. "
@@ -105,15 +83,13 @@ void apply_profile_yaml(EngineOptions& out, const std::string& text, const std::
                                      "exact tiled refiner needs no overlap); remove it");
       return;
     }
-    CK_CHECK(profile_row(key), ConfigError, where, ": unknown key '", key,
-             "' (known keys: ", profile_keys(), ")");
-    set_profile_field(o, key, config::scalar(value, key, where), where);
+    set_option(o, key, config::scalar(value, key, where), where, OptionScope::Profile);
   });
   validate_profile(o, source);
   out = o;
 }
 
-EngineOptions load_profile(const std::string& name_or_path) {
+Profile load_profile(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   std::string path = name_or_path;
   if (!looks_like_path(name_or_path)) {
@@ -132,10 +108,10 @@ EngineOptions load_profile(const std::string& name_or_path) {
   std::stringstream ss;
   ss.imbue(std::locale::classic());  // numbers in every locale
   ss << f.rdbuf();
-  EngineOptions o;
+  Profile o;
   const std::string text = ss.str();
   apply_profile_yaml(o, text, path);
-  o.profile = looks_like_path(name_or_path) ? fs::path(path).stem().string() : name_or_path;
+  o.engine.profile = looks_like_path(name_or_path) ? fs::path(path).stem().string() : name_or_path;
   if (looks_like_path(name_or_path)) {
     // A user's file that sets some fields gets the struct defaults, the original profile's,
     // for the rest: an empty or truncated copy ran every optimization off without a word.
@@ -154,7 +130,7 @@ EngineOptions load_profile(const std::string& name_or_path) {
   return o;
 }
 
-std::vector<std::pair<std::string, std::string>> profile_fields(const EngineOptions& o) {
+std::vector<std::pair<std::string, std::string>> profile_fields(const Profile& o) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& r : engine_table().rows())
     if (r.info.scope == OptionScope::Profile) out.emplace_back(r.info.key, r.format(o));
@@ -180,7 +156,7 @@ std::string table_yaml(const config::Table<T>& table, const T& o, const std::str
 }
 }  // namespace
 
-std::string to_yaml(const EngineOptions& o) { return table_yaml(engine_table(), o, o.profile); }
+std::string to_yaml(const Profile& o) { return table_yaml(engine_table(), o, o.engine.profile); }
 
 std::string to_yaml(const InferenceOptions& o) {
   return table_yaml(config::inference_table(), o, "");

@@ -1,5 +1,6 @@
 #include <corridorkey/bench.h>
 #include <corridorkey/check.h>
+#include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
 #include <corridorkey/system.h>
 
@@ -44,10 +45,10 @@ double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-EngineOptions bench_engine_options(const BenchOptions& b, const std::string& spec) {
+Profile bench_engine_options(const BenchOptions& b, const std::string& spec) {
   const auto colon = spec.find(':');
   auto o = load_profile(spec.substr(0, colon));
-  for (const auto& [k, v] : b.overrides) set_profile_field(o, k, v);
+  for (const auto& [k, v] : b.overrides) set_option(o, k, v, "command line", OptionScope::Profile);
   if (colon != std::string::npos) {
     std::stringstream ss(spec.substr(colon + 1));
     ss.imbue(std::locale::classic());  // numbers in every locale
@@ -55,30 +56,30 @@ EngineOptions bench_engine_options(const BenchOptions& b, const std::string& spe
       const auto eq = kv.find('=');
       CK_CHECK(eq != std::string::npos, ConfigError, "--profile '", spec,
                "': expected NAME:field=value[,field=value]");
-      set_profile_field(o, kv.substr(0, eq), kv.substr(eq + 1), "--profile " + spec);
+      set_option(o, kv.substr(0, eq), kv.substr(eq + 1), "--profile " + spec, OptionScope::Profile);
     }
   }
   validate_profile(o, "bench overrides");
-  o.checkpoint = b.checkpoint;
-  o.random_weights_arch = b.checkpoint.empty() ? b.random_arch : "";
-  o.random_weights_seed = b.seed;
-  o.img_size = b.img_size;
-  o.device = b.device;
-  o.track_host_memory = true;  // allocator peaks are what bench reports
+  o.model.checkpoint = b.checkpoint;
+  o.model.random_weights_arch = b.checkpoint.empty() ? b.random_arch : "";
+  o.model.random_weights_seed = b.seed;
+  o.engine.img_size = b.img_size;
+  o.model.device = b.device;
+  o.model.track_host_memory = true;  // allocator peaks are what bench reports
   return o;
 }
 
 namespace {
 
 /// The nominal FLOPs of the bench's model at its size, the encoder where `o` puts it.
-model::FrameFlops flops_of(const BenchOptions& b, const EngineOptions& o) {
+model::FrameFlops flops_of(const BenchOptions& b, const Profile& o) {
   detail::ModelSource src;
   src.checkpoint = b.checkpoint;
   src.img_size = b.img_size;
   src.random_arch = b.checkpoint.empty() ? b.random_arch : "";
   src.seed = b.seed;
-  src.backbone_size = o.backbone_size;
-  src.backbone_percent = o.backbone_percent;
+  src.backbone_size = o.engine.backbone_size;
+  src.backbone_percent = o.engine.backbone_percent;
   return model::frame_flops(detail::read_source(src).config);
 }
 
@@ -87,8 +88,8 @@ model::FrameFlops flops_of(const BenchOptions& b, const EngineOptions& o) {
 class Roofline {
  public:
   explicit Roofline(const BenchOptions& b) : b_(b) {}
-  void add(BenchRow& row, const EngineOptions& o) {
-    const auto fk = std::pair{o.backbone_size, o.backbone_percent};
+  void add(BenchRow& row, const Profile& o) {
+    const auto fk = std::pair{o.engine.backbone_size, o.engine.backbone_percent};
     auto f = flops_.find(fk);
     if (f == flops_.end()) f = flops_.emplace(fk, flops_of(b_, o)).first;
     const std::string device = row.info.device.empty() ? "cpu" : row.info.device;
@@ -96,7 +97,7 @@ class Roofline {
     auto r = rates_.find(rk);
     if (r == rates_.end()) {
       std::string note;
-      r = rates_.emplace(rk, devtools::gemm_rate(device, row.precision, detail::tune_cache_resolve(o.tune_cache), note))
+      r = rates_.emplace(rk, devtools::gemm_rate(device, row.precision, detail::tune_cache_resolve(o.model.tune_cache), note))
               .first;
       row.notes = note;
     }
@@ -155,30 +156,30 @@ std::vector<BenchRow> refiner_bench(const BenchOptions& b,
     auto net = detail::make_model(src).net;
     const std::string device = choose_device(b.device, probe_devices());
     const torch::Device dev(device);
-    const auto prec = resolve_precision(o.model_precision, device);
+    const auto prec = resolve_precision(o.model.model_precision, device);
     const auto dtype = prec == Precision::BFloat16 ? torch::kBFloat16
                        : prec == Precision::Float16 ? torch::kHalf
                                                     : torch::kFloat;
     net->to(dev, dtype);
-    if (o.channels_last) net->to_channels_last();
+    if (o.model.channels_last) net->to_channels_last();
     detail::install_cpu_memory_tracker();
     c10::InferenceMode guard;
     auto x = model::seeded_input(1, b.img_size, b.seed);
     auto in = torch::cat({x.slice(1, 0, 3), torch::sigmoid(x.slice(1, 3, 4).repeat({1, 4, 1, 1}) * 4 - 2)}, 1)
                   .to(dev, dtype)
-                  .contiguous(o.channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
+                  .contiguous(o.model.channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
     std::vector<BenchRow> rows;
     torch::Tensor first;
     // No plan runs here: an explicit winograd_conv true applies, auto stays direct.
-    model::functional::WinogradConvScope winograd(o.winograd_conv == AutoSwitch::On && dtype == torch::kFloat);
-    const bool wino = o.winograd_conv == AutoSwitch::On && dtype == torch::kFloat &&
-                      !model::functional::winograd_refiner_unavailable(o.channels_last, net->config().refiner_channels);
-    const std::string layout = std::string(o.channels_last ? ", channels-last" : "") + (wino ? ", Winograd" : "");
+    model::functional::WinogradConvScope winograd(o.engine.winograd_conv == AutoSwitch::On && dtype == torch::kFloat);
+    const bool wino = o.engine.winograd_conv == AutoSwitch::On && dtype == torch::kFloat &&
+                      !model::functional::winograd_refiner_unavailable(o.model.channels_last, net->config().refiner_channels);
+    const std::string layout = std::string(o.model.channels_last ? ", channels-last" : "") + (wino ? ", Winograd" : "");
     for (const int mode : {0, 1, 2}) {
       BenchRow row;
       row.profile = mode == 0 ? "refiner whole image, eager"
                     : mode == 1 ? "refiner whole image, fused"
-                                : "refiner tiled " + std::to_string(o.tile_size) + ", fused";
+                                : "refiner tiled " + std::to_string(o.engine.tile_size) + ", fused";
       row.precision = std::string(to_string(prec)) + layout;
       row.info.device = device;
       row.info.img_size = b.img_size;
@@ -190,7 +191,7 @@ std::vector<BenchRow> refiner_bench(const BenchOptions& b,
         const auto t0 = timing::Clock::now();
         out = mode == 0   ? net->refiner->forward_input(in)
               : mode == 1 ? net->refiner->forward_fused(in)
-                          : model::tiled_refiner_forward(*net->refiner, in, {o.tile_size});
+                          : model::tiled_refiner_forward(*net->refiner, in, {o.engine.tile_size});
         if (dev.is_cuda()) out.cpu();
         const double ms = timing::ms_since(t0);
         const auto m = mem.finish();
@@ -266,7 +267,7 @@ std::vector<BenchRow> run_bench(const BenchOptions& b,
       continue;
     }
     const auto bo = bench_engine_options(b, p);
-    auto engine = create_engine(bo.model(), bo.engine());
+    auto engine = create_engine(bo.model, bo.engine);
     BenchRow row;
     row.profile = p;
     row.info = engine->info();

@@ -28,8 +28,8 @@ std::vector<LoadBenchRow> run_load_bench(const LoadBenchOptions& o) {
   std::vector<LoadBenchRow> rows(o.checkpoints.size());
   std::vector<Samples> samples(o.checkpoints.size());
   auto opts = load_profile(o.profile);
-  opts.device = "cpu";
-  opts.mmap = o.mmap;
+  opts.model.device = "cpu";
+  opts.model.mmap = o.mmap;
   for (int r = 0; r < o.repeats; ++r)
     for (size_t i = 0; i < o.checkpoints.size(); ++i) {
       auto& row = rows[i];
@@ -45,12 +45,12 @@ std::vector<LoadBenchRow> run_load_bench(const LoadBenchOptions& o) {
         row.file_bytes = fs::file_size(ck.path, ec);
       }
       detail::release_free_memory();
-      opts.checkpoint = o.checkpoints[i];
+      opts.model.checkpoint = o.checkpoints[i];
       const auto t = Clock::now();
       uint64_t growth = 0;
       {
         detail::PeakMemoryScope mem(torch::kCPU);
-        auto engine = create_engine(opts.model(), opts.engine());
+        auto engine = create_engine(opts.model, opts.engine);
         growth = mem.finish().host_peak_rss_growth;
       }
       samples[i].engine.push_back(ms_since(t));

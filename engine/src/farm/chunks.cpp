@@ -103,16 +103,16 @@ std::vector<Chunk> plan_clip_chunks(const JobFrames& jf, const std::string& name
 JobSummary run_chunk(const JobSpec& job, const Chunk& chunk,
                      const std::function<void(const PipelineEvent&)>& on_event) {
   // One engine for every part of the chunk: the checkpoint is read once per task.
-  auto engine = create_engine(job.engine.model(), job.engine.engine());
+  auto engine = create_engine(job.options.model, job.options.engine);
   return run_chunk(*engine, job, chunk, on_event);
 }
 
 JobSummary run_chunk(BaseEngine& engine, const JobSpec& job, const Chunk& chunk,
                      const std::function<void(const PipelineEvent&)>& on_event) {
   JobSummary total;
-  // The blue-screen model too is loaded once per chunk, and only if a part needs it.
-  std::unique_ptr<BaseEngine> blue;
-  const auto blue_source = pipeline::lazy_blue_engine(engine.options(), blue);
+  // The blue-screen model too is loaded once per chunk (the engine holds it), and only if a
+  // part needs it.
+  const auto blue_source = pipeline::held_blue_engine(engine);
   for (const auto& part : chunk.parts) {
     auto in = job.inference;
     in.paths = {part.clip_path};

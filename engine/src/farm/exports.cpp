@@ -87,9 +87,9 @@ std::string export_openjd(const JobSpec& job, const JobFrames& jf, const std::st
   e << YAML::Key << "name" << YAML::Value << job.name;
   e << YAML::Key << "steps" << YAML::Value << YAML::BeginSeq;
   check_no_format_string("the job file path", job.file);
-  if (!job.engine.tune_cache.empty()) {
-    check_utf8("the tune_cache path", job.file, job.engine.tune_cache);
-    check_no_format_string("the tune_cache path", job.engine.tune_cache);
+  if (!job.options.model.tune_cache.empty()) {
+    check_utf8("the tune_cache path", job.file, job.options.model.tune_cache);
+    check_no_format_string("the tune_cache path", job.options.model.tune_cache);
   }
   check_no_format_string("the corridorkey-engine path", cli);
   std::set<std::string> used;
@@ -113,7 +113,7 @@ std::string export_openjd(const JobSpec& job, const JobFrames& jf, const std::st
     e << YAML::Key << "args" << YAML::Value << YAML::Flow << YAML::BeginSeq << "job" << "run" << job.file
       << "--clip" << jf.clip_names[i] << "--chunk" << ("{{Task.Param.Chunk}}/" + std::to_string(n));
     if (!job.pinned_precision.empty()) e << "--precision" << job.pinned_precision;
-    if (!job.engine.tune_cache.empty()) e << "--tune-cache" << job.engine.tune_cache;
+    if (!job.options.model.tune_cache.empty()) e << "--tune-cache" << job.options.model.tune_cache;
     e << "--quiet" << YAML::EndSeq;
     e << YAML::EndMap << YAML::EndMap << YAML::EndMap;
     e << YAML::EndMap;
@@ -142,12 +142,12 @@ std::string export_slurm(const JobSpec& job, const JobFrames& jf, const std::str
     << "#SBATCH --array=1-" << n << "\n"
     << "#SBATCH --ntasks=1\n"
     << "#SBATCH --output=" << log_dir << "/" << job.name << "-%A_%a.out\n";
-  if (job.engine.device.rfind("cuda", 0) == 0) s << "#SBATCH --gres=gpu:1\n";
+  if (job.options.model.device.rfind("cuda", 0) == 0) s << "#SBATCH --gres=gpu:1\n";
   s << "set -euo pipefail\n"
     << "exec " << shell_quote(cli) << " job run " << shell_quote(job.file) << " --chunk \"${SLURM_ARRAY_TASK_ID}/"
     << n << "\""
     << (job.pinned_precision.empty() ? "" : " --precision " + shell_quote(job.pinned_precision))
-    << (job.engine.tune_cache.empty() ? "" : " --tune-cache " + shell_quote(job.engine.tune_cache))
+    << (job.options.model.tune_cache.empty() ? "" : " --tune-cache " + shell_quote(job.options.model.tune_cache))
     << " --quiet\n";
   return s.str();
 }

@@ -1,5 +1,5 @@
 // Job files: the job's own keys (a JobSpec table), `clips`, `profile` + `overrides`, and
-// every Run-scope EngineOptions field and InferenceOptions field through their tables.
+// every Run-scope Profile field and InferenceOptions field through their tables.
 #include <corridorkey/check.h>
 #include <corridorkey/job.h>
 #include <corridorkey/option_fields.h>
@@ -102,7 +102,7 @@ JobSpec load_job(const std::string& path) {
   // Profile first: the other keys refine it whatever their order in the file.
   if (root["profile"]) job.profile = config::scalar(root["profile"], "profile", f);
   try {
-    job.engine = load_profile(job.profile.find('/') != std::string::npos
+    job.options = load_profile(job.profile.find('/') != std::string::npos
                                   ? resolve(base, job.profile)
                                   : job.profile);
   } catch (const ConfigError& e) {
@@ -118,7 +118,7 @@ JobSpec load_job(const std::string& path) {
       CK_CHECK(v.IsMap(), ConfigError, w, ": key 'overrides': expected a mapping of profile fields");
       config::for_each_entry(v, f, [&](const std::string& k, const YAML::Node& ov,
                                        const std::string& ow) {
-        set_profile_field(job.engine, k, config::scalar(ov, k, ow), ow);
+        set_option(job.options, k, config::scalar(ov, k, ow), ow, OptionScope::Profile);
       });
     } else if (key == "skip_existing") {
       throw ConfigError(w + ": key 'skip_existing': jobs always skip finished frames (that is "
@@ -127,7 +127,7 @@ JobSpec load_job(const std::string& path) {
       if (key != "profile") job_table().set(job, key, config::scalar(v, key, w), w);
     } else if (const auto* e = config::engine_table().find(key);
                e && e->info.scope == OptionScope::Run) {
-      config::engine_table().set(job.engine, key, config::scalar(v, key, w), w);
+      config::engine_table().set(job.options, key, config::scalar(v, key, w), w);
     } else if (config::inference_table().find(key) && key != "frames") {
       // `outputs` may be a YAML list as well as "fg,matte".
       std::string value;
@@ -145,18 +145,18 @@ JobSpec load_job(const std::string& path) {
   if (!job.clips_root.empty()) job.clips_root = resolve(base, job.clips_root);
   if (!job.inference.output_root.empty())
     job.inference.output_root = resolve(base, job.inference.output_root);
-  if (!job.engine.checkpoint.empty()) job.engine.checkpoint = resolve(base, job.engine.checkpoint);
-  if (!job.engine.checkpoint_blue.empty())
-    job.engine.checkpoint_blue = resolve(base, job.engine.checkpoint_blue);
+  if (!job.options.model.checkpoint.empty()) job.options.model.checkpoint = resolve(base, job.options.model.checkpoint);
+  if (!job.options.model.checkpoint_blue.empty())
+    job.options.model.checkpoint_blue = resolve(base, job.options.model.checkpoint_blue);
   // Relative to the job file, like the checkpoints: every task resolves it the same way.
-  if (!job.engine.tune_cache.empty()) {
-    const bool folder = job.engine.tune_cache.back() == '/';
-    job.engine.tune_cache = resolve(base, job.engine.tune_cache);
-    if (folder && job.engine.tune_cache.back() != '/') job.engine.tune_cache += '/';
+  if (!job.options.model.tune_cache.empty()) {
+    const bool folder = job.options.model.tune_cache.back() == '/';
+    job.options.model.tune_cache = resolve(base, job.options.model.tune_cache);
+    if (folder && job.options.model.tune_cache.back() != '/') job.options.model.tune_cache += '/';
   }
   CK_CHECK(!job.clips.empty() || !job.clips_root.empty(), ConfigError, f,
            ": no 'clips' and no 'clips_root': nothing to key");
-  validate_profile(job.engine, f + ": overrides");
+  validate_profile(job.options, f + ": overrides");
   validate_inference_options(job.inference, f);
   job.inference.skip_existing = true;
   return job;

@@ -13,7 +13,7 @@
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
-PostSettings post_settings(const EngineOptions& o, Screen backing) {  // the one place they are made
+PostSettings post_settings(const EngineSettings& o, Screen backing) {  // the one place they are made
   PostSettings s;
   s.despeckle = o.despeckle;
   s.despeckle_size = o.despeckle_size;

@@ -18,7 +18,9 @@ void FrameWriter::write(const ClipPlan& plan, const std::string& stem, int width
   to_plate(alpha_model, fg_model, width, height, plan.swap_gb, /*with_fg=*/true, raw);
   raw.colour = std::make_shared<const FrameColour>(FrameColour{plan.colour});
   auto t = Clock::now();
-  const auto done = finish_frame(raw, post_settings(engine_, plan.screen.screen), job_.processed, job_.comp);
+  PostSettings post = post_;
+  post.backing = plan.screen.screen == Screen::Blue ? Screen::Blue : Screen::Green;
+  const auto done = finish_frame(raw, post, job_.processed, job_.comp);
   timings.postprocess_ms = raw.timings.postprocess_ms + ms_since(t);
   t = Clock::now();
   const auto out = outputs_for(plan, job_, stem);

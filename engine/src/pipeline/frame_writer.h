@@ -3,6 +3,7 @@
 // name and renamed when complete.
 #pragma once
 
+#include <corridorkey/frame.h>
 #include <corridorkey/options.h>
 
 #include "pipeline/clip_plan.h"
@@ -11,8 +12,10 @@ namespace corridorkey::pipeline {
 
 class FrameWriter {
  public:
-  /// `engine`: the options whose post-processing settings every frame is finished with.
-  FrameWriter(const InferenceOptions& job, const EngineOptions& engine) : job_(job), engine_(engine) {}
+  /// `engine`: the settings whose post-processing part (despill, despeckle) every frame is
+  /// finished with; the backing is each clip's.
+  FrameWriter(const InferenceOptions& job, const EngineSettings& engine)
+      : job_(job), post_(post_settings(engine, Screen::Green)) {}
 
   /// Writes one frame from its model-resolution alpha / fg; fills postprocess_ms and
   /// write_ms. Throws IoError naming the file that could not be written.
@@ -21,7 +24,7 @@ class FrameWriter {
 
  private:
   const InferenceOptions& job_;
-  EngineOptions engine_;
+  PostSettings post_;  // the engine's; backing set per clip
 };
 
 }  // namespace corridorkey::pipeline

@@ -69,11 +69,14 @@ Keyed key_one(BaseEngine& engine, BaseEngine* blue_engine, Image plate, Image hi
 
   raw.backing = p.screen.screen == Screen::Blue ? Screen::Blue : Screen::Green;
   BaseEngine* use = &engine;
-  if (blue_engine && pipeline::keys_with_blue_model(raw.backing, engine.options().model_screen))
-    use = blue_engine;
+  if (pipeline::keys_with_blue_model(raw.backing, engine.model()->options().model_screen)) {
+    // The caller's blue-screen engine, else the one this engine holds (checkpoint_blue).
+    if (!blue_engine) blue_engine = EngineAccess::impl(engine).blue_engine();
+    if (blue_engine) use = blue_engine;
+  }
   auto& model = EngineAccess::impl(*use);
   p.model_size = model.S;
-  p.swap_gb = raw.backing != use->options().model_screen;
+  p.swap_gb = raw.backing != use->model()->options().model_screen;
   raw.swapped = p.swap_gb;
   raw.linear = p.linear;
   raw.checkpoint = model.info.checkpoint;
@@ -189,7 +192,7 @@ FrameResult key_frame(BaseEngine& engine, BaseEngine* blue_engine, const ImageVi
   res.timings = raw.timings;
   const auto t0 = Clock::now();
   FinishedFrame done;
-  finish_frame(raw, post_settings(engine.options(), raw.backing), req.processed, req.comp, nullptr, done);
+  finish_frame(raw, post_settings(engine.settings(), raw.backing), req.processed, req.comp, nullptr, done);
   deliver(FrameOutput::Matte, req.matte, raw.alpha, raw, req.matte_into);
   deliver(FrameOutput::Fg, req.fg, raw.fg, raw, req.fg_into);
   deliver(FrameOutput::Processed, req.processed, done.processed, raw, req.processed_into);
@@ -211,7 +214,7 @@ FrameResult key_frame(BaseEngine& engine, BaseEngine* blue_engine, const ImageVi
 }
 
 FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint) {
-  return process_frame(plate, hint, impl_->opt.model_screen);
+  return process_frame(plate, hint, impl_->model->options().model_screen);
 }
 
 FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint, Screen screen) {
@@ -220,8 +223,10 @@ FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& h
 
 FrameResult BaseEngine::process_frame(const ImageView& plate, const ImageView& hint, Screen screen,
                                       const FrameRequest& req) {
-  FrameSettings s;  // the engine's own: its input_is_linear, no blue-screen model
-  s.color = impl_->opt.input_is_linear ? ColorSpace::Linear : ColorSpace::Srgb;
+  // The engine's own input_is_linear; a plate on a blue backing goes to the blue-screen
+  // model this engine holds when its Model names one (checkpoint_blue), as inference does.
+  FrameSettings s;
+  s.color = impl_->settings.input_is_linear ? ColorSpace::Linear : ColorSpace::Srgb;
   s.screen = screen;
   return key_frame(*this, nullptr, plate, hint, s, req);
 }

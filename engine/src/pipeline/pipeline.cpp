@@ -72,8 +72,8 @@ class Pipeline {
            const std::function<void(const PipelineEvent&)>& on_event)
       : impl_(EngineAccess::impl(engine)), blue_source_(std::move(blue)), job_(job),
         on_event_(on_event),
-        writer_(job_, impl_.opt),
-        dma_(impl_.device, static_cast<int>(impl_.opt.dma_buffers)) {
+        writer_(job_, impl_.settings),
+        dma_(impl_.device, static_cast<int>(impl_.settings.dma_buffers)) {
     validate_inference_options(job, "inference options");
   }
 
@@ -126,7 +126,7 @@ class Pipeline {
     const auto info = [this](size_t ci) -> const EngineInfo& {
       return plan_.clips[ci].engine == 1 ? blue_impl_->info : impl_.info;
     };
-    for (const auto& w : records_.write(plan_, job_, info, impl_.opt, summary_.interrupted, summary_.wall_ms))
+    for (const auto& w : records_.write(plan_, job_, info, impl_.settings, summary_.interrupted, summary_.wall_ms))
       emit(PipelineEvent::Kind::Warning, "", "", "", w);
     for (const auto& p : plan_.clips) emit(PipelineEvent::Kind::ClipDone, p.clip.name, "", "", "");
     emit(PipelineEvent::Kind::JobDone, "", "", "", summary_.interrupted ? "interrupted" : "");
@@ -269,7 +269,7 @@ class Pipeline {
       const Screen backing = p.screen.screen == Screen::Blue ? Screen::Blue : Screen::Green;
       EngineAccess::Impl* use = &impl_;
       p.engine = 0;
-      if (keys_with_blue_model(backing, impl_.opt.model_screen) && blue_source_ && !p.frames.empty()) {
+      if (keys_with_blue_model(backing, impl_.model->options().model_screen) && blue_source_ && !p.frames.empty()) {
         if (!blue_impl_)
           if (BaseEngine* b = blue_source_()) blue_impl_ = &EngineAccess::impl(*b);
         if (blue_impl_) {
@@ -279,7 +279,7 @@ class Pipeline {
       }
       p.model_size = use->S;
       p.checkpoint = use->info.checkpoint;
-      p.swap_gb = backing != use->opt.model_screen;
+      p.swap_gb = backing != use->model->options().model_screen;
       if (p.engine == 1)
         plan_.events.push_back({PipelineEvent::Kind::Warning, p.clip.name, "", p.clip.root,
                                 "blue backing: keyed with the blue-screen model " + p.checkpoint +
@@ -287,7 +287,7 @@ class Pipeline {
       else if (p.swap_gb)
         plan_.events.push_back(
             {PipelineEvent::Kind::Warning, p.clip.name, "", p.clip.root,
-             std::string(to_string(backing)) + " backing, " + to_string(use->opt.model_screen) +
+             std::string(to_string(backing)) + " backing, " + to_string(use->model->options().model_screen) +
                  " model: green and blue are swapped before the model and after it" +
                  (backing == Screen::Blue ? " (checkpoint_blue / --checkpoint-blue gives a "
                                             "blue-screen model)"
@@ -479,9 +479,8 @@ CORRIDORKEY_NAMESPACE_BEGIN
 
 JobSummary run_inference(BaseEngine& engine, const InferenceOptions& job,
                          const std::function<void(const PipelineEvent&)>& on_event) {
-  std::unique_ptr<BaseEngine> blue;  // checkpoint_blue, loaded for this call if a clip needs it
-  return pipeline::run_pipeline(engine, pipeline::lazy_blue_engine(engine.options(), blue), job,
-                                on_event);
+  // checkpoint_blue's engine, held by `engine`: loaded by the first clip that needs it.
+  return pipeline::run_pipeline(engine, pipeline::held_blue_engine(engine), job, on_event);
 }
 
 JobSummary run_inference(BaseEngine& engine, BaseEngine* blue_engine, const InferenceOptions& job,
@@ -490,7 +489,7 @@ JobSummary run_inference(BaseEngine& engine, BaseEngine* blue_engine, const Infe
   return pipeline::run_pipeline(engine, [blue_engine] { return blue_engine; }, job, on_event);
 }
 
-JobSummary run_inference(const EngineOptions& engine_options, const InferenceOptions& job,
+JobSummary run_inference(const Profile& profile, const InferenceOptions& job,
                          const std::function<void(const PipelineEvent&)>& on_event) {
   validate_inference_options(job, "inference options");
   // The clip folders are listed before the model loads (and tunes): a mistyped path failed
@@ -499,7 +498,7 @@ JobSummary run_inference(const EngineOptions& engine_options, const InferenceOpt
   std::vector<std::string> skipped;  // a clips root's unreadable clip is skipped, as in the run
   io::discover_clips(job.paths, &skipped);
   (void)pipeline::resolve_job_colour(job);  // an unknown colour space name, likewise
-  auto engine = create_engine(engine_options.model(), engine_options.engine());
+  auto engine = create_engine(profile.model, profile.engine);
   return run_inference(*engine, job, on_event);
 }
 
@@ -507,44 +506,14 @@ CORRIDORKEY_NAMESPACE_END
 
 namespace corridorkey::pipeline {
 
-EngineOptions blue_engine_options(const EngineOptions& main) {
-  auto o = main;
-  o.checkpoint = main.checkpoint_blue;
-  o.checkpoint_blue.clear();
-  o.random_weights_arch.clear();
-  o.model_screen = Screen::Blue;
-  return o;
-}
-
-BlueEngineSource lazy_blue_engine(const EngineOptions& main, std::unique_ptr<BaseEngine>& holder) {
-  if (main.checkpoint_blue.empty()) return [] { return static_cast<BaseEngine*>(nullptr); };
-  // Loaded only if a clip is blue, but a typo in the path is reported on every run.
+BlueEngineSource held_blue_engine(BaseEngine& main) {
+  const std::string& path = main.model()->options().checkpoint_blue;
+  if (path.empty()) return [] { return static_cast<BaseEngine*>(nullptr); };
   std::error_code ec;
-  CK_CHECK(std::filesystem::exists(main.checkpoint_blue, ec), IoError, "checkpoint_blue: ",
-           main.checkpoint_blue, ": does not exist");
-  if (!std::filesystem::is_directory(main.checkpoint_blue, ec))  // a checkpoint folder is allowed
-    config::check_input_file(main.checkpoint_blue, "checkpoint_blue:");
-  return [opts = blue_engine_options(main), &holder]() {
-    if (!holder) {
-      // The same error class (and so exit code), saying which of the two models failed.
-      auto prefixed = [](const auto& e) {
-        using E = std::decay_t<decltype(e)>;
-        return E(std::string("checkpoint_blue: ") + e.what());
-      };
-      try {
-        holder = create_engine(opts.model(), opts.engine());
-      } catch (const ModelError& e) {
-        throw prefixed(e);
-      } catch (const IoError& e) {
-        throw prefixed(e);
-      } catch (const ConfigError& e) {
-        throw prefixed(e);
-      } catch (const DeviceError& e) {
-        throw prefixed(e);
-      }
-    }
-    return holder.get();
-  };
+  CK_CHECK(std::filesystem::exists(path, ec), IoError, "checkpoint_blue: ", path, ": does not exist");
+  if (!std::filesystem::is_directory(path, ec))  // a checkpoint folder is allowed
+    config::check_input_file(path, "checkpoint_blue:");
+  return [&main] { return EngineAccess::impl(main).blue_engine(); };
 }
 
 JobSummary run_pipeline(BaseEngine& engine, const BlueEngineSource& blue, const InferenceOptions& job,

@@ -14,13 +14,10 @@ namespace corridorkey::pipeline {
 /// Returns the blue-screen engine (loading it on the first call) or nullptr for none.
 using BlueEngineSource = std::function<BaseEngine*()>;
 
-/// The options of the blue-screen engine of `main`: its profile and run settings with
-/// checkpoint_blue as the checkpoint and a blue model_screen.
-EngineOptions blue_engine_options(const EngineOptions& main);
-
-/// A source that loads blue_engine_options(main) once into `holder` when main names a
-/// checkpoint_blue, else one that returns nullptr.
-BlueEngineSource lazy_blue_engine(const EngineOptions& main, std::unique_ptr<BaseEngine>& holder);
+/// The blue-screen engine `main` holds (its Model's checkpoint_blue, loaded on the first call
+/// and kept by `main`), or a source of nullptr when its Model names none. The file is checked
+/// now: a typo in the path is reported on every run, not only on a job with a blue clip.
+BlueEngineSource held_blue_engine(BaseEngine& main);
 
 JobSummary run_pipeline(BaseEngine& engine, const BlueEngineSource& blue, const InferenceOptions& job,
                         const std::function<void(const PipelineEvent&)>& on_event);

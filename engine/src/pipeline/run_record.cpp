@@ -19,8 +19,8 @@ using json = nlohmann::ordered_json;
 
 /// A table value as JSON: "5" -> 5, "true" -> true (the table prints numbers in the classic
 /// locale, and the JSON parser reads them in it).
-json option_json(const EngineOptions& o, const std::string& key) {
-  const auto text = engine_option_value(o, key);
+json option_json(const EngineSettings& o, const std::string& key) {
+  const auto text = option_value(o, key);
   auto v = json::parse(text, nullptr, /*allow_exceptions=*/false);
   return v.is_discarded() ? json(text) : v;
 }
@@ -55,7 +55,7 @@ void RunRecords::frame_failed(size_t clip, int index, const std::string& stem, c
 
 std::vector<std::string> RunRecords::write(const Plan& plan, const InferenceOptions& job,
                                            const std::function<const EngineInfo&(size_t)>& info,
-                                           const EngineOptions& options, bool interrupted,
+                                           const EngineSettings& options, bool interrupted,
                                            double wall_ms) const {
   std::vector<Frame> frames;
   {

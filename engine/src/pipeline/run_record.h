@@ -29,7 +29,7 @@ class RunRecords {
   /// cannot be written is returned as a warning naming it.
   std::vector<std::string> write(const Plan& plan, const InferenceOptions& job,
                                  const std::function<const EngineInfo&(size_t)>& info,
-                                 const EngineOptions& options, bool interrupted, double wall_ms) const;
+                                 const EngineSettings& settings, bool interrupted, double wall_ms) const;
 
  private:
   struct Frame {

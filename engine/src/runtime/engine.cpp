@@ -7,7 +7,6 @@
 #include "runtime/engine_impl.h"
 #include "runtime/model_factory.h"
 #include "runtime/model_impl.h"
-#include "runtime/global_switches.h"
 #include "runtime/memory.h"
 #include "runtime/model_runner.h"
 #include "runtime/torch_boundary.h"
@@ -21,35 +20,19 @@ CORRIDORKEY_NAMESPACE_BEGIN
 using timing::Clock;
 using timing::ms_since;
 
-BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineSettings& settings, const ModelOptions* asked)
-    : model(std::move(m)) {
+BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineSettings& asked)
+    : model(std::move(m)), settings(asked) {
   CK_CHECK(model, ConfigError, "an engine needs a Model (Model::load)");
-  // options() is what was asked (the checkpoint named); the runner gets the options with
-  // what the plan resolved (precision, kernels, tiling).
-  opt = EngineOptions::of(model->options(), settings);
-  validate_profile(opt, "options");
-  opt.checkpoint = detail::checkpoint_to_read(opt);
+  validate_profile(Profile{model->options(), settings}, "options");
   const auto& M = model->impl();
   info.device = M.device;
   device = torch::Device(info.device);
   info.notes = M.notes;  // what loading the Model said, then what this engine adds
-  if (asked) {
-    // The combined-struct path: Model::load applied the process-global switches of its
-    // options; an engine asking for other ones applies (or notes) them as engines always did.
-    if (asked->track_host_memory) detail::install_cpu_memory_tracker();
-    detail::set_host_block_cache(asked->host_block_cache);
-    const auto& L = M.requested;
-    if (asked->threads != L.threads || asked->tf32 != L.tf32 ||
-        asked->disable_cudnn_benchmark != L.disable_cudnn_benchmark)
-      detail::apply_global_switches(*asked, device.is_cuda(), info.notes);
-    static_cast<ModelOptions&>(opt) = *asked;
-    opt.checkpoint = detail::checkpoint_to_read(opt);
-  }
   // The size is the engine's: at another one than the Model's it holds its own pos_embed
   // and its own plan.
   auto on = detail::engine_on(*model, settings, info.notes);
   detail::rethrow_torch("preparing the engine", [&] {
-    runner = std::make_unique<detail::ModelRunner>(M.net, on.options, info.notes, std::move(on.size));
+    runner = std::make_unique<detail::ModelRunner>(M.net, on.settings, info.notes, std::move(on.size));
   });
   S = runner->img_size();
   info.checkpoint = M.description;
@@ -62,28 +45,36 @@ BaseEngine::Impl::Impl(std::shared_ptr<const Model> m, const EngineSettings& set
   info.attention = runner->attention_kind();
   info.refiner = runner->refiner_kind();
   info.tune = std::move(on.plan);
-  info.profile = opt.profile;
+  info.profile = settings.profile;
 }
 
-namespace {
-/// The combined struct's Model half must be the Model's (one copy of the weights per key).
-const std::shared_ptr<const Model>& same_key(const std::shared_ptr<const Model>& model, const EngineOptions& asked) {
-  CK_CHECK(model, ConfigError, "an engine needs a Model (Model::load)");
-  const std::string key = model_key(asked);
-  CK_CHECK(key == model->key(), ConfigError, "this Model holds weights for {", model->key(),
-           "}; the engine's options ask for {", key, "}: Model::load() those options (a second copy of the weights)");
-  return model;
+BaseEngine* BaseEngine::Impl::blue_engine() {
+  const ModelOptions& main = model->options();
+  if (blue || main.checkpoint_blue.empty()) return blue.get();
+  // The same error class (and so exit code), saying which of the two models failed.
+  auto prefixed = [](const auto& e) {
+    using E = std::decay_t<decltype(e)>;
+    return E(std::string("checkpoint_blue: ") + e.what());
+  };
+  try {
+    blue = create_engine(blue_model_options(main), settings);
+  } catch (const ModelError& e) {
+    throw prefixed(e);
+  } catch (const IoError& e) {
+    throw prefixed(e);
+  } catch (const ConfigError& e) {
+    throw prefixed(e);
+  } catch (const DeviceError& e) {
+    throw prefixed(e);
+  }
+  return blue.get();
 }
-}  // namespace
 
-BaseEngine::BaseEngine(const EngineOptions& options)
-    : BaseEngine(Model::load(options.model(), options.engine()), options.engine()) {}
+BaseEngine::BaseEngine(const Profile& p) : BaseEngine(Model::load(p.model, p.engine), p.engine) {}
 BaseEngine::BaseEngine(std::shared_ptr<const Model> model, const EngineSettings& settings)
     : impl_(std::make_unique<Impl>(std::move(model), settings)) {}
-BaseEngine::BaseEngine(std::shared_ptr<const Model> model, const EngineOptions& options)
-    : impl_(std::make_unique<Impl>(same_key(model, options), options.engine(), &options.model())) {}
 BaseEngine::~BaseEngine() = default;
-const EngineOptions& BaseEngine::options() const { return impl_->opt; }
+const EngineSettings& BaseEngine::settings() const { return impl_->settings; }
 const EngineInfo& BaseEngine::info() const { return impl_->info; }
 const std::shared_ptr<const Model>& BaseEngine::model() const { return impl_->model; }
 
@@ -115,10 +106,10 @@ BaseEngine::ModelOutput BaseEngine::run_model(const std::vector<float>& input) {
 }
 
 namespace {
-const EngineOptions& without_routing(const EngineOptions& o) {
-  CK_CHECK(!o.token_routing, ConfigError, "token_routing needs OptimizedEngine (it owns the "
+const Profile& without_routing(const Profile& p) {
+  CK_CHECK(!p.model.token_routing, ConfigError, "token_routing needs OptimizedEngine (it owns the "
            "routing modules): use create_engine() or a profile other than original");
-  return o;
+  return p;
 }
 
 std::shared_ptr<const Model> without_routing(std::shared_ptr<const Model> m) {
@@ -128,18 +119,14 @@ std::shared_ptr<const Model> without_routing(std::shared_ptr<const Model> m) {
 }
 }  // namespace
 
-OriginalEngine::OriginalEngine(const EngineOptions& o) : BaseEngine(without_routing(o)) {}
+OriginalEngine::OriginalEngine(const Profile& p) : BaseEngine(without_routing(p)) {}
 OriginalEngine::OriginalEngine() : BaseEngine(load_profile("original")) {}
 OriginalEngine::OriginalEngine(std::shared_ptr<const Model> m, const EngineSettings& s)
     : BaseEngine(without_routing(std::move(m)), s) {}
-OriginalEngine::OriginalEngine(std::shared_ptr<const Model> m, const EngineOptions& o)
-    : BaseEngine(std::move(m), without_routing(o)) {}
-OptimizedEngine::OptimizedEngine(const EngineOptions& o) : BaseEngine(o) {}
+OptimizedEngine::OptimizedEngine(const Profile& p) : BaseEngine(p) {}
 OptimizedEngine::OptimizedEngine() : BaseEngine(load_profile("optimized")) {}
 OptimizedEngine::OptimizedEngine(std::shared_ptr<const Model> m, const EngineSettings& s)
     : BaseEngine(std::move(m), s) {}
-OptimizedEngine::OptimizedEngine(std::shared_ptr<const Model> m, const EngineOptions& o)
-    : BaseEngine(std::move(m), o) {}
 
 std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model, const EngineSettings& s) {
   if (s.engine_kind == EngineKind::Original) return std::make_unique<OriginalEngine>(std::move(model), s);
@@ -150,19 +137,12 @@ std::unique_ptr<BaseEngine> create_engine(const ModelOptions& m, const EngineSet
   return create_engine(Model::load(m, s), s);
 }
 
+std::unique_ptr<BaseEngine> create_engine(const Profile& p) { return create_engine(p.model, p.engine); }
+
 std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model) {
   CK_CHECK(model, ConfigError, "create_engine: no Model");
   const EngineSettings s = model->planned_for();
   return create_engine(std::move(model), s);
-}
-
-std::unique_ptr<BaseEngine> create_engine(const EngineOptions& o) {
-  return create_engine(o.model(), o.engine());
-}
-
-std::unique_ptr<BaseEngine> create_engine(std::shared_ptr<const Model> model, const EngineOptions& o) {
-  if (o.engine_kind == EngineKind::Original) return std::make_unique<OriginalEngine>(std::move(model), o);
-  return std::make_unique<OptimizedEngine>(std::move(model), o);
 }
 
 CORRIDORKEY_NAMESPACE_END

@@ -14,17 +14,25 @@
 CORRIDORKEY_NAMESPACE_BEGIN
 
 struct BaseEngine::Impl {
+  // What an engine holds: its Model and its own settings. The weights' options are the
+  // Model's (model->options() as asked, the prepared network's as resolved); nothing here
+  // merges the two halves back.
   std::shared_ptr<const Model> model;  // the weights, shared with other engines
-  EngineOptions opt;
+  EngineSettings settings;             // as asked (BaseEngine::settings())
   EngineInfo info;
   torch::Device device{torch::kCPU};
   std::unique_ptr<detail::ModelRunner> runner;
   int64_t S = 0;
 
   /// This engine's runner on `model`'s prepared network (engine.cpp) with `settings`.
-  /// `asked`: the combined struct's Model half (it has the Model's key), whose process-wide
-  /// fields are applied where they differ from the Model's.
-  Impl(std::shared_ptr<const Model> model, const EngineSettings& settings, const ModelOptions* asked = nullptr);
+  Impl(std::shared_ptr<const Model> model, const EngineSettings& settings);
+
+  /// The blue-screen model's engine, when the Model names one (ModelOptions::checkpoint_blue):
+  /// loaded on the first blue plate with this engine's settings (Model::load of
+  /// blue_model_options), then held for this engine's life. nullptr without one. Errors are
+  /// the loading's, prefixed "checkpoint_blue: ".
+  BaseEngine* blue_engine();
+  std::unique_ptr<BaseEngine> blue;
 
   detail::ModelRun infer(const torch::Tensor& x) {
     auto run = detail::rethrow_torch("inference on " + info.device, [&] { return runner->run(x); });

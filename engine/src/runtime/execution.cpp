@@ -54,7 +54,7 @@ class AutocastScope {
 
 }  // namespace
 
-ExecPlan plan_execution(const EngineOptions& o, bool cuda, bool routing, bool decoupled) {
+ExecPlan plan_execution(const EngineSettings& o, bool cuda, bool routing, bool decoupled) {
   ExecPlan p;
   const std::string mode = to_string(o.compile_mode);
   switch (o.compile_mode) {
@@ -111,20 +111,20 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
   ModelRun out;
   model::ForwardOptions fo;
   fo.keep_intermediates = false;  // free features/logits as soon as consumed
-  fo.refiner_scale = opt_.refiner_scale;
-  fo.channels_last = opt_.channels_last;
+  fo.refiner_scale = settings_.refiner_scale;
+  fo.channels_last = shared_->options.channels_last;
   fo.img_size = size_.img_size;  // 0 unless this engine runs at another size than the network
   fo.encoder_size = size_.encoder_size;
   fo.pos_embed = size_.pos_embed;
   if (tiled_) {
-    const int64_t tile = opt_.tile_size;
+    const int64_t tile = settings_.tile_size;
     fo.refiner_override = [this, tile](const torch::Tensor& in) {
       return model::tiled_refiner_forward(*net_->refiner, in, {tile});
     };
-  } else if (opt_.fused_refiner) {
+  } else if (settings_.fused_refiner) {
     fo.refiner_override = [this](const torch::Tensor& in) { return net_->refiner->forward_fused(in); };
   }
-  const bool clear = opt_.cache_clearing && exec_ != ExecKind::CudaGraph;
+  const bool clear = settings_.cache_clearing && exec_ != ExecKind::CudaGraph;
   const uint64_t base = timed ? live_bytes(device_) : 0;
   if (timed) interval_peak(device_, base);
   fo.on_stage = [&](const char* stage) {
@@ -158,7 +158,7 @@ ModelRun ModelRunner::eager(const torch::Tensor& x_in, bool timed) {
   model::NativeAttentionScope kernels(size_.img_size > 0 ? &native_ : nullptr);
   // float32 Linear layers through oneDNN where asked or the plan timed it faster; never
   // under autocast (the op has no autocast kernel: it would run the matmuls in float32).
-  model::functional::OnednnLinearScope linear(opt_.onednn_linear == AutoSwitch::On && !autocast_ &&
+  model::functional::OnednnLinearScope linear(settings_.onednn_linear == AutoSwitch::On && !autocast_ &&
                                               weight_dtype_ == torch::kFloat);
   // The refiner's float32 convolutions by Winograd where asked or the plan timed it faster.
   model::functional::WinogradConvScope winograd(winograd_active());
@@ -177,7 +177,7 @@ ModelRun ModelRunner::run_once(const torch::Tensor& x) {
       c10::InferenceMode guard;
       const auto t0 = Clock::now();
       auto outs = aoti_->loader->run({x.to(weight_dtype_)});
-      CK_CHECK(outs.size() >= 2, ModelError, opt_.aoti_package,
+      CK_CHECK(outs.size() >= 2, ModelError, settings_.aoti_package,
                ": AOTInductor package must return (..., alpha, fg)");
       ModelRun r;
       r.alpha = outs[outs.size() - 2].to(torch::kFloat);

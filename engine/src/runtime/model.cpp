@@ -43,10 +43,9 @@ ModelOptions resolved_request(const ModelOptions& o) {
 /// The fields of the option table that shape the weights (OptionInfo::in_model_key), in
 /// table order, then the random weights' architecture and seed.
 std::string key_of(const ModelOptions& r) {
-  const EngineOptions o = EngineOptions::of(r, default_engine_settings());
   std::string k;
   for (const auto& f : engine_option_fields())
-    if (f.in_model_key) k += (k.empty() ? "" : ";") + f.key + "=" + engine_option_value(o, f.key);
+    if (f.in_model_key) k += (k.empty() ? "" : ";") + f.key + "=" + option_value(r, f.key);
   if (r.checkpoint.empty() && !r.random_weights_arch.empty())
     k += ";random_weights=" + r.random_weights_arch + "/" + std::to_string(r.random_weights_seed);
   return k;
@@ -55,6 +54,15 @@ std::string key_of(const ModelOptions& r) {
 }  // namespace
 
 std::string model_key(const ModelOptions& options) { return key_of(resolved_request(options)); }
+
+ModelOptions blue_model_options(const ModelOptions& main) {
+  ModelOptions o = main;
+  o.checkpoint = main.checkpoint_blue;
+  o.checkpoint_blue.clear();
+  o.random_weights_arch.clear();
+  o.model_screen = Screen::Blue;
+  return o;
+}
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
@@ -71,12 +79,8 @@ const std::string& Model::notes() const { return impl_->notes; }
 const TunePlan& Model::tune() const { return impl_->plan; }
 bool Model::checkpoint_changed() const { return detail::checkpoint_changed(*impl_); }
 
-std::shared_ptr<const Model> Model::load(const EngineOptions& options) {
-  return load(options.model(), options.engine());
-}
-
 std::shared_ptr<const Model> Model::load(const ModelOptions& options, const EngineSettings& plan_for) {
-  validate_profile(EngineOptions::of(options, plan_for), "options");
+  validate_profile(Profile{options, plan_for}, "options");
   auto I = std::make_unique<Impl>();
   I->requested = options;
   I->planned_for = plan_for;
@@ -192,7 +196,7 @@ EngineOnModel engine_on(const Model& model, const EngineSettings& settings, std:
           if (x.option == option) x = {option, choice_of(v == AutoSwitch::On), DecisionSource::Flag, "", {}};
       }
     }
-    out.options = EngineOptions::of(M.resolved, run);
+    out.settings = run;
     return out;
   }
   if (!rounded.empty()) note(notes, rounded);
@@ -230,7 +234,7 @@ EngineOnModel engine_on(const Model& model, const EngineSettings& settings, std:
       auto planned = make_plan(weights, settings, cfg, torch::Device(M.device), notes);
       out.plan = std::move(planned.plan);
       run = planned.engine;
-      s.native = planned_native(EngineOptions::of(planned.model, run), &out.plan);
+      s.native = planned_native(planned.model, &out.plan);
     });
   }
   note(notes, "img_size " + std::to_string(s.img_size) +
@@ -238,7 +242,7 @@ EngineOnModel engine_on(const Model& model, const EngineSettings& settings, std:
                   " on a Model loaded at " + std::to_string(M.img_size) + ": this engine uses " + held +
                   "; every other weight, and the precision (" + to_string(M.resolved.model_precision) +
                   "), are the Model's");
-  out.options = EngineOptions::of(M.resolved, run);
+  out.settings = run;
   return out;
 }
 }  // namespace corridorkey::detail

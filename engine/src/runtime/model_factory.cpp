@@ -86,8 +86,7 @@ LoadedNet load_net(const ModelOptions& mo, const EngineSettings& es, const torch
     note("tune (" + std::string(b.plan.origin == PlanOrigin::Cache ? "cached plan" : "timed now") + "): " +
          (chosen.empty() ? "nothing open to the plan" : chosen) + "; `corridorkey-engine tune` prints the times");
   }
-  const EngineOptions resolved = EngineOptions::of(b.resolved, b.resolved_engine);
-  const auto dtype = device.is_cpu() ? weight_dtype_for(resolved, device) : torch::kFloat;
+  const auto dtype = device.is_cpu() ? weight_dtype_for(b.resolved, device) : torch::kFloat;
   auto loaded = build_model(std::move(read), dtype);
   auto net = loaded.net;
   const auto& ck = loaded.checkpoint;
@@ -113,7 +112,7 @@ LoadedNet load_net(const ModelOptions& mo, const EngineSettings& es, const torch
       note("token_routing: no ltrm_stage* weights in the checkpoint, so the LTRMs are the "
            "identity: easy tokens skip the routed blocks (faster, less accurate until fine-tuned)");
   }
-  b.net = prepare_net(net, resolved, device, notes, router, &b.plan);
+  b.net = prepare_net(net, b.resolved, device, notes, router, &b.plan);
   net = nullptr;
   loaded = {};  // the checkpoint's tensors: no longer needed
   // Loading freed hundreds of MB in many mid-sized blocks (the file's tensors, float32
@@ -122,10 +121,11 @@ LoadedNet load_net(const ModelOptions& mo, const EngineSettings& es, const torch
   return b;
 }
 
-BuiltRunner build_runner(const EngineOptions& opt, const torch::Device& device, std::string& notes) {
-  auto l = load_net(opt.model(), opt.engine(), device, notes);
+BuiltRunner build_runner(const ModelOptions& model, const EngineSettings& settings, const torch::Device& device,
+                         std::string& notes) {
+  auto l = load_net(model, settings, device, notes);
   BuiltRunner b;
-  b.runner = std::make_unique<ModelRunner>(l.net, EngineOptions::of(l.resolved, l.resolved_engine), notes);
+  b.runner = std::make_unique<ModelRunner>(l.net, l.resolved_engine, notes);
   b.description = std::move(l.description);
   b.arch = std::move(l.arch);
   b.img_size = l.img_size;

@@ -85,8 +85,8 @@ struct BuiltRunner {
   int64_t img_size = 0, backbone_size = 0, parameters = 0;
   TunePlan plan;
 };
-BuiltRunner build_runner(const EngineOptions& options, const torch::Device& device,
-                         std::string& notes);
+BuiltRunner build_runner(const ModelOptions& model, const EngineSettings& settings,
+                         const torch::Device& device, std::string& notes);
 
 /// Checkpoint files read by make_model in this process (a farm task keying several clip
 /// parts must read its checkpoint once).

@@ -40,9 +40,9 @@ std::string checkpoint_to_read(const ModelOptions& options);
 
 /// What an engine with `settings` runs on `model`.
 struct EngineOnModel {
-  /// The Model's options as its plan resolved them, and the engine's settings with its plan
-  /// applied: what the runner reads.
-  EngineOptions options;
+  /// The engine's settings with its plan applied: what the runner reads (the weights'
+  /// options are the prepared network's, PreparedNet::options).
+  EngineSettings settings;
   TunePlan plan;    // the Model's, or this engine's own at another size
   EngineSize size;  // empty at the Model's size
 };

@@ -33,18 +33,19 @@ uint64_t refiner_whole_image_bytes(int64_t S, int64_t C, int64_t elem, bool fuse
   return static_cast<uint64_t>((maps * C + 7 + 4) * S * S * elem);
 }
 
-uint64_t refiner_budget_bytes(const EngineOptions& o, const torch::Device& device) {
+uint64_t refiner_budget_bytes(const EngineSettings& o, const torch::Device& device) {
   return o.refiner_memory_budget_mb > 0 ? static_cast<uint64_t>(o.refiner_memory_budget_mb) << 20
                                         : free_memory_bytes(device) / 2;
 }
 
-ModelRunner::ModelRunner(model::GreenFormer net, const EngineOptions& o, torch::Device device,
-                         std::string& notes, model::TokenRouter router, const TunePlan* plan)
-    : ModelRunner(prepare_net(std::move(net), o, device, notes, std::move(router), plan), o, notes) {}
+ModelRunner::ModelRunner(model::GreenFormer net, const ModelOptions& m, const EngineSettings& o,
+                         torch::Device device, std::string& notes, model::TokenRouter router,
+                         const TunePlan* plan)
+    : ModelRunner(prepare_net(std::move(net), m, device, notes, std::move(router), plan), o, notes) {}
 
-ModelRunner::ModelRunner(std::shared_ptr<const PreparedNet> shared, const EngineOptions& o,
+ModelRunner::ModelRunner(std::shared_ptr<const PreparedNet> shared, const EngineSettings& o,
                          std::string& notes, EngineSize size)
-    : shared_(std::move(shared)), net_(shared_->net), opt_(o), device_(shared_->device),
+    : shared_(std::move(shared)), net_(shared_->net), settings_(o), device_(shared_->device),
       weight_dtype_(shared_->weight_dtype), autocast_(shared_->autocast),
       autocast_dtype_(shared_->autocast_dtype), native_(shared_->native), size_(std::move(size)) {
   const auto device = device_;
@@ -83,7 +84,7 @@ ModelRunner::ModelRunner(std::shared_ptr<const PreparedNet> shared, const Engine
 ModelRunner::~ModelRunner() = default;
 
 std::string ModelRunner::attention_kind() const {
-  if (!opt_.flash_attention) return "5-D SDPA (math kernel)";
+  if (!shared_->options.flash_attention) return "5-D SDPA (math kernel)";
   const auto dt = autocast_ ? autocast_dtype_ : weight_dtype_;
   // Which stages the engine's kernel runs: bf16 global stages (3, 4) with AVX-512 BF16,
   // float32 stages with AVX2 + FMA; SDPA everywhere else.
@@ -107,29 +108,29 @@ std::string ModelRunner::attention_kind() const {
 
 std::string ModelRunner::refiner_kind() const {
   const std::string conv = winograd_active() ? ", Winograd convolutions" : "";
-  if (tiled_) return "tiled " + std::to_string(opt_.tile_size) + " px" + conv;
-  return (opt_.fused_refiner ? "whole image, fused GroupNorm" : "whole image") + conv;
+  if (tiled_) return "tiled " + std::to_string(settings_.tile_size) + " px" + conv;
+  return (settings_.fused_refiner ? "whole image, fused GroupNorm" : "whole image") + conv;
 }
 
 bool ModelRunner::winograd_active() const {
-  return opt_.winograd_conv == AutoSwitch::On && weight_dtype_ == torch::kFloat && !autocast_ &&
+  return settings_.winograd_conv == AutoSwitch::On && weight_dtype_ == torch::kFloat && !autocast_ &&
          device_.is_cpu() &&
-         !model::functional::winograd_refiner_unavailable(opt_.channels_last, net_->config().refiner_channels);
+         !model::functional::winograd_refiner_unavailable(shared_->options.channels_last, net_->config().refiner_channels);
 }
 
 void ModelRunner::choose_refiner(std::string& notes) {
   const int64_t S = img_size_, C = net_->config().refiner_channels;
   const int64_t elem = torch::elementSize(autocast_ ? autocast_dtype_ : weight_dtype_);
-  whole_image_bytes_ = refiner_whole_image_bytes(S, C, elem, opt_.fused_refiner);
-  switch (opt_.tiled_refiner) {
+  whole_image_bytes_ = refiner_whole_image_bytes(S, C, elem, settings_.fused_refiner);
+  switch (settings_.tiled_refiner) {
     case RefinerTiling::On: tiled_ = true; break;
     case RefinerTiling::Off: tiled_ = false; break;
     case RefinerTiling::Auto: {
-      const uint64_t budget = refiner_budget_bytes(opt_, device_);
+      const uint64_t budget = refiner_budget_bytes(settings_, device_);
       tiled_ = whole_image_bytes_ > budget;
       note(notes, "refiner: whole image needs " + std::to_string(whole_image_bytes_ >> 20) +
                       " MiB, budget " + std::to_string(budget >> 20) + " MiB -> " +
-                      (tiled_ ? "tiled (" + std::to_string(opt_.tile_size) + " px tiles)" : "whole image"));
+                      (tiled_ ? "tiled (" + std::to_string(settings_.tile_size) + " px tiles)" : "whole image"));
       break;
     }
   }

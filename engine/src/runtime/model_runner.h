@@ -1,5 +1,6 @@
-// Runs the GreenFormer forward under an EngineOptions profile: precision / autocast,
-// flash attention, tiled refiner, cache clearing between stages, and the compile modes
+// Runs the GreenFormer forward of a prepared network (what a Model holds, with its resolved
+// ModelOptions) under one engine's EngineSettings: precision / autocast, flash attention,
+// tiled refiner, cache clearing between stages, and the compile modes
 // (eager, CUDA graph replay, AOTInductor package).
 #pragma once
 
@@ -38,7 +39,7 @@ struct ExecPlan {
 /// AOTInductor package does not contain: routed profiles run eager, with a note.
 /// `decoupled`: backbone_size below img_size, which an AOTInductor package (one forward
 /// compiled at one size, from outside) cannot be trusted to hold.
-ExecPlan plan_execution(const EngineOptions& options, bool cuda, bool token_routing,
+ExecPlan plan_execution(const EngineSettings& settings, bool cuda, bool token_routing,
                         bool decoupled = false);
 
 /// A frame whose alpha or fg holds NaN or Inf is a failed frame (ModelError naming `what`),
@@ -54,7 +55,7 @@ torch::ScalarType weight_dtype_for(const ModelOptions& options, const torch::Dev
 /// conv outputs; 5 for the eager sequence, whose GroupNorm, add and ReLU each allocate).
 uint64_t refiner_whole_image_bytes(int64_t S, int64_t C, int64_t element_size, bool fused);
 /// refiner_memory_budget_mb, or half the memory free on the device when it is 0.
-uint64_t refiner_budget_bytes(const EngineOptions& options, const torch::Device& device);
+uint64_t refiner_budget_bytes(const EngineSettings& settings, const torch::Device& device);
 
 /// The network as every engine on one Model runs it: weights cast to their storage type
 /// and moved to the device, convolution weights channels-last, decoder folds computed, the
@@ -65,7 +66,7 @@ struct PreparedNet {
   /// Token routing's modules as loaded. Routing keeps per-frame state (the index sets), so
   /// each runner builds its own router on these weights (aliased, not copied).
   model::TokenRouter router{nullptr};
-  EngineOptions options;  // resolved (the measured plan's decisions applied)
+  ModelOptions options;  // resolved (the measured plan's decisions applied)
   torch::Device device{torch::kCPU};
   torch::ScalarType weight_dtype = torch::kFloat;
   bool autocast = false;
@@ -79,7 +80,7 @@ struct PreparedNet {
 /// `notes` gets one line per option that cannot apply as asked (also logged once).
 /// `plan`: the measured plan's per-stage attention kernel choices (tune_plan.h); options
 /// must already hold what the plan resolved (precision, tiling).
-std::shared_ptr<const PreparedNet> prepare_net(model::GreenFormer net, const EngineOptions& options,
+std::shared_ptr<const PreparedNet> prepare_net(model::GreenFormer net, const ModelOptions& options,
                                                torch::Device device, std::string& notes,
                                                model::TokenRouter router = nullptr,
                                                const TunePlan* plan = nullptr);
@@ -99,20 +100,21 @@ struct EngineSize {
 
 /// The attention kernel per encoder stage: on where `o` asks for it (native_attention on),
 /// else per global stage where the plan timed it faster (needs flash_attention).
-std::array<bool, 4> planned_native(const EngineOptions& o, const TunePlan* plan);
+std::array<bool, 4> planned_native(const ModelOptions& o, const TunePlan* plan);
 
 class ModelRunner {
  public:
   /// One engine's way of running a prepared network: refiner mode, compile mode, OOM
-  /// policy, CUDA graph / AOTInductor state. `options`: this engine's (the model's fields
-  /// must match what `net` was prepared with; engine.cpp checks). `notes` gets one line per
-  /// option that cannot apply as asked. `size`: this engine's size when it is not the
-  /// network's.
-  ModelRunner(std::shared_ptr<const PreparedNet> net, const EngineOptions& options,
+  /// policy, CUDA graph / AOTInductor state. The weights' options are the network's own
+  /// (net->options); `settings` are this engine's, with its plan applied. `notes` gets one
+  /// line per option that cannot apply as asked. `size`: this engine's size when it is not
+  /// the network's.
+  ModelRunner(std::shared_ptr<const PreparedNet> net, const EngineSettings& settings,
               std::string& notes, EngineSize size = {});
-  /// prepare_net, then a runner on it (one engine, its own weights).
-  ModelRunner(model::GreenFormer net, const EngineOptions& options, torch::Device device,
-              std::string& notes, model::TokenRouter router = nullptr, const TunePlan* plan = nullptr);
+  /// prepare_net(net, model, ...), then a runner on it (one engine, its own weights).
+  ModelRunner(model::GreenFormer net, const ModelOptions& model, const EngineSettings& settings,
+              torch::Device device, std::string& notes, model::TokenRouter router = nullptr,
+              const TunePlan* plan = nullptr);
   ~ModelRunner();
 
   /// x: [1,4,S,S] float32 on the device.
@@ -146,7 +148,7 @@ class ModelRunner {
   std::shared_ptr<const PreparedNet> shared_;
   model::GreenFormer net_;  // shared_->net, or this engine's own copy after an on_oom cast
   model::TokenRouter router_{nullptr};
-  EngineOptions opt_;
+  EngineSettings settings_;  // this engine's, with its plan applied (the weights': shared_->options)
   torch::Device device_;
   torch::ScalarType weight_dtype_ = torch::kFloat;
   bool autocast_ = false;

@@ -31,11 +31,11 @@ ModelRun ModelRunner::run(const torch::Tensor& x) {
       return r;
     } catch (const c10::Error& e) {
       if (!is_out_of_memory(e)) throw;
-      const std::string step = opt_.on_oom == OnOom::Degrade ? degrade() : "";
+      const std::string step = settings_.on_oom == OnOom::Degrade ? degrade() : "";
       if (step.empty())
         throw ModelError(std::string("out of memory at img_size ") +
                          std::to_string(img_size_) + " on " + device_.str() +
-                         (opt_.on_oom == OnOom::Degrade ? " even after degrading" : "") + ": " +
+                         (settings_.on_oom == OnOom::Degrade ? " even after degrading" : "") + ": " +
                          e.what_without_backtrace() +
                          " (lower --img-size, or --on-oom degrade / --tiled-refiner / a half precision)");
       warnings.push_back("out of memory at img_size " + std::to_string(img_size_) +
@@ -49,10 +49,10 @@ std::string ModelRunner::degrade() {
   if (degraded_ == 0) {
     ++degraded_;
     std::string what;
-    if (!tiled_) what = "refiner tiled (" + std::to_string(opt_.tile_size) + " px)";
-    if (!opt_.cache_clearing) what += std::string(what.empty() ? "" : " and ") + "cache clearing on";
+    if (!tiled_) what = "refiner tiled (" + std::to_string(settings_.tile_size) + " px)";
+    if (!settings_.cache_clearing) what += std::string(what.empty() ? "" : " and ") + "cache clearing on";
     tiled_ = true;
-    opt_.cache_clearing = true;
+    settings_.cache_clearing = true;
     if (exec_ == ExecKind::CudaGraph) {  // a graph holds its whole memory pool
       graph_.reset();
       exec_ = ExecKind::Eager;

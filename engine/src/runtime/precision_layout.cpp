@@ -25,7 +25,7 @@ torch::ScalarType weight_dtype_for(const ModelOptions& o, const torch::Device& d
 
 namespace {
 /// The switches a prepared network carries besides its weights' type and layout.
-void apply_switches(model::GreenFormerImpl& net, const EngineOptions& o,
+void apply_switches(model::GreenFormerImpl& net, const ModelOptions& o,
                     const std::array<bool, 4>& native) {
   net.set_flash_attention(o.flash_attention);
   net.encoder->model->set_native_attention(native);
@@ -34,7 +34,7 @@ void apply_switches(model::GreenFormerImpl& net, const EngineOptions& o,
 }
 
 /// Folds the decoders now when they run fused, so forward() only reads shared weights.
-void fold_decoders(model::GreenFormerImpl& net, const EngineOptions& o) {
+void fold_decoders(model::GreenFormerImpl& net, const ModelOptions& o) {
   if (!o.fused_decoder) return;
   net.alpha_decoder->fold();
   net.fg_decoder->fold();
@@ -86,7 +86,7 @@ model::TokenRouter own_router(const PreparedNet& p, int64_t encoder_size) {
   return r;
 }
 
-std::array<bool, 4> planned_native(const EngineOptions& o, const TunePlan* plan) {
+std::array<bool, 4> planned_native(const ModelOptions& o, const TunePlan* plan) {
   auto stage_native = [&](TuneOption option) {
     if (o.native_attention == AutoSwitch::On) return true;
     if (o.native_attention == AutoSwitch::Off || !plan) return false;
@@ -99,7 +99,7 @@ std::array<bool, 4> planned_native(const EngineOptions& o, const TunePlan* plan)
   return native;
 }
 
-std::shared_ptr<const PreparedNet> prepare_net(model::GreenFormer net, const EngineOptions& o,
+std::shared_ptr<const PreparedNet> prepare_net(model::GreenFormer net, const ModelOptions& o,
                                                torch::Device device, std::string& notes,
                                                model::TokenRouter router, const TunePlan* plan) {
   auto p = std::make_shared<PreparedNet>();

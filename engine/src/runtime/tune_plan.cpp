@@ -179,14 +179,15 @@ torch::Tensor random_input(at::IntArrayRef shape, TrialType type) {
 /// once. A LibTorch error comes out as a std::runtime_error without its backtrace, so a
 /// decider's "its trial failed" names only the cause.
 struct Trials final : TrialRuns {
-  const EngineOptions& opt;
+  const ModelOptions& opt;     // the weights' options (layout, attention, chunking)
+  const EngineSettings& eng;   // the engine's (refiner tiles and fusion)
   const model::GreenFormerConfig& cfg;
   Shapes sh;
   at::MemoryFormat layout;
   std::map<std::string, double> by_shape;  // run key -> ms
 
-  Trials(const EngineOptions& o, const model::GreenFormerConfig& c, Shapes s)
-      : opt(o), cfg(c), sh(s),
+  Trials(const ModelOptions& o, const EngineSettings& e, const model::GreenFormerConfig& c, Shapes s)
+      : opt(o), eng(e), cfg(c), sh(s),
         layout(o.channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous) {}
 
   template <class F>
@@ -307,7 +308,7 @@ struct Trials final : TrialRuns {
       ref->eval();
       ref->to(dtype);
       if (opt.channels_last) conv_weights_channels_last(*ref);
-      const int64_t t = opt.tile_size;
+      const int64_t t = eng.tile_size;
       auto x = random_input({1, 7, t, std::min(cfg.img_size, 2 * t)}, type).contiguous(layout);
       // Warm-up on a quarter of a tile through both paths: the fused GroupNorm's start-up
       // self-test and each path's first call would otherwise be charged to whichever runs
@@ -316,11 +317,11 @@ struct Trials final : TrialRuns {
       {
         const int64_t q = std::max<int64_t>(t / 2, 32);
         auto one = x.narrow(2, 0, std::min(q, x.size(2))).narrow(3, 0, std::min(q, x.size(3))).contiguous(layout);
-        opt.fused_refiner ? ref->forward_fused(one) : ref->forward_input(one);
+        eng.fused_refiner ? ref->forward_fused(one) : ref->forward_input(one);
         model::tiled_refiner_forward(*ref, one, {t});
       }
       const double whole = time_ms("whole", [&] {
-        opt.fused_refiner ? ref->forward_fused(x) : ref->forward_input(x);
+        eng.fused_refiner ? ref->forward_fused(x) : ref->forward_input(x);
       });
       const double tiled = time_ms("tiled", [&] { model::tiled_refiner_forward(*ref, x, {t}); });
       const double rows = static_cast<double>(cfg.img_size) / static_cast<double>(t);
@@ -389,8 +390,7 @@ PlanFacts plan_facts(const ModelOptions& m, const EngineSettings& e, const model
   }
   f.blocks = sh.blocks;
   f.img_size = cfg.img_size;
-  const EngineOptions o = EngineOptions::of(m, e);
-  const auto budget = refiner_budget_bytes(o, device);
+  const auto budget = refiner_budget_bytes(e, device);
   for (const int64_t bytes : {4, 2})
     (bytes == 4 ? f.whole_fits_4 : f.whole_fits_2) =
         refiner_whole_image_bytes(cfg.img_size, cfg.refiner_channels, bytes, e.fused_refiner) <= budget;
@@ -451,9 +451,8 @@ Planned make_plan(const ModelOptions& m, const EngineSettings& e, const model::G
                            " threads (once; " +
                            (plan.cache_path.empty() ? std::string("no cache folder, kept in memory")
                                                     : "to be cached in " + plan.cache_path) + ")");
-      const EngineOptions o = EngineOptions::of(m, e);
       const Shapes sh = shapes_of(cfg);
-      Trials trials(o, cfg, sh);
+      Trials trials(m, e, cfg, sh);
       RunMeasurements measured(trials, trial_shapes(sh), !whole_trials());
       MemoMeasurements once(measured);
       plan.decisions = decide_by_trials(m, e, facts, once);

@@ -123,7 +123,7 @@ struct BenchRow {
 /// The engine options bench uses for one --profile spec: "NAME" or
 /// "NAME:field=value[,field=value]", after the global overrides; plus the bench's model,
 /// size and device.
-CORRIDORKEY_API EngineOptions bench_engine_options(const BenchOptions& options, const std::string& profile_spec);
+CORRIDORKEY_API Profile bench_engine_options(const BenchOptions& options, const std::string& profile_spec);
 
 /// bench --load: how each checkpoint format loads (corridorkey-engine convert writes them).
 struct LoadBenchOptions {
