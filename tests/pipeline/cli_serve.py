@@ -520,4 +520,29 @@ with spawn() as ck:
     expect_error(lambda: ck.key(f1, hint=h1, outputs={"matte": fifo}), -32002, "not a regular file")
     check(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO output was replaced")
 
+# ---- 11. one model decision: a blue plate with checkpoint_blue, a green plate beside it -----
+# serve holds the blue-screen model (checkpoint_blue) and keys a blue plate with it, unswapped,
+# as `inference --checkpoint-blue` does: the same Matte bytes. The bundled model stands in for
+# the blue one (given as checkpoint_blue it keys the plate unswapped: another matte than the
+# swap around the green model, so the bytes prove which model ran).
+bundled = os.path.join(HERE, "..", "..", "checkpoints", "greenformer_small_synthetic384.ts")
+blue = os.path.join(work, "blueclip")
+make_clip(blue, "--frames", "1", "--size", "160x90", "--plate", "png", "--hint", "png", "--screen", "blue")
+subprocess.run([cli, "inference", blue, *SERVE, "--quiet", "--checkpoint-blue", bundled, "--screen", "blue",
+                "--output-root", os.path.join(work, "blue_inference")], check=True)
+subprocess.run([cli, "inference", blue, *SERVE, "--quiet", "--screen", "blue",
+                "--output-root", os.path.join(work, "blue_swapped")], check=True)
+with spawn("--checkpoint-blue", bundled) as ck:
+    bm, gm = os.path.join(out, "blue_matte.exr"), os.path.join(out, "green_matte.exr")
+    r = ck.key(os.path.join(blue, "Input", "0001.png"), hint=os.path.join(blue, "AlphaHint", "0001.png"),
+               outputs={"matte": bm}, screen="blue")
+    check(r["backing"] == "blue", f"blue plate result {r}")
+    check(same_bytes(bm, os.path.join(work, "blue_inference", "blueclip", "Matte", "0001.exr")),
+          "frame.key's blue-plate matte differs from inference --checkpoint-blue's")
+    check(not same_bytes(bm, os.path.join(work, "blue_swapped", "blueclip", "Matte", "0001.exr")),
+          "the blue-plate matte equals the swapped green model's: the blue model did not key it")
+    ck.key(os.path.join(clip, "Input", "f2.png"), hint=os.path.join(clip, "AlphaHint", "f2.png"), outputs={"matte": gm})
+    check(same_bytes(gm, os.path.join(clip, "Output", "Matte", "f2.exr")),
+          "a green plate beside checkpoint_blue differs from inference's")
+
 print("serve: ok")

@@ -14,6 +14,7 @@
 #include "support/support.h"
 
 #include <cmath>
+#include <tuple>
 #include <filesystem>
 #include <limits>
 
@@ -205,4 +206,38 @@ TEST_CASE("frame stages: Processed and FG chromaticities come from the frame's c
   CHECK(r.processed.pixels == output_image(FrameOutput::Processed, done.processed, raw, scratch).pixels);
   CHECK(r.processed.pixels != done.processed.pixels);
   CHECK(r.fg.pixels == output_image(FrameOutput::Fg, raw.fg, raw, scratch).pixels);
+}
+
+TEST_CASE("a repostable frame finishes as finish_frame does, its despeckle memo reused or redone", "[pipeline]") {
+  auto e = tiny_engine();
+  FrameSource src;
+  src.plate = devtools::synthetic_plate(spec(), 2);
+  src.hint = devtools::synthetic_hint(spec(), 2);
+  FrameSettings s;
+  s.screen = Screen::Green;
+  const RepostableFrame frame(key_frame(*e, nullptr, src, s));
+  PostSettings post = post_settings(e->settings(), frame.raw().backing);
+  post.despeckle = true;
+  post.despeckle_size = 20;
+  post.threads = single_frame_post_threads();
+  CHECK(post.threads >= 1);
+  CHECK(post.threads <= 8);
+  FinishedFrame out;
+  // Each step as a slider would move it: despill alone (the memo serves), despeckle size
+  // (recomputed), despeckle off (the raw alpha), on again; each equals a fresh finish_frame.
+  for (auto [despill, despeckle, size] : {std::tuple{0.5, true, 20}, {0.9, true, 20}, {0.9, true, 400},
+                                          {0.2, false, 400}, {0.2, true, 20}}) {
+    INFO(despill << " " << despeckle << " " << size);
+    post.despill_strength = despill;
+    post.despeckle = despeckle;
+    post.despeckle_size = size;
+    frame.finish(post, true, true, out);
+    const auto fresh = finish_frame(frame.raw(), post, true, true);
+    CHECK(out.processed.pixels == fresh.processed.pixels);
+    CHECK(out.comp.pixels == fresh.comp.pixels);
+  }
+  frame.finish(post, false, true, out);  // an output not asked for is emptied
+  CHECK(out.processed.empty());
+  CHECK_FALSE(out.comp.empty());
+  CHECK(frame.bytes() >= frame.raw().alpha.pixels.size() * 2 * sizeof(float));
 }

@@ -68,15 +68,14 @@ PostTweak parse_tweak(const json& body, const EngineSettings& base) {
   return t;
 }
 
-/// A frame keyed once by the loaded model, kept for tweaks, with the despeckled alpha of
-/// the last despeckle settings (a despill change reuses it) and the outputs' buffers.
+/// A frame keyed once by the loaded model, kept for tweaks: the raw result with its
+/// despeckle memo (a despill change reuses it; RepostableFrame, as serve's frame.repost) and
+/// the outputs' buffers, reused tweak after tweak.
 struct Keying::Kept {
+  Kept(std::string k, RawFrame raw) : key(std::move(k)), frame(std::move(raw)) {}
   std::string key;
-  RawFrame raw;
-  mutable std::mutex m;
-  mutable std::shared_ptr<const Image> clean;
-  mutable bool clean_despeckle = false;
-  mutable int64_t clean_size = -1;
+  RepostableFrame frame;
+  mutable std::mutex m;  // guards `out`
   mutable FinishedFrame out;
 };
 
@@ -132,8 +131,7 @@ std::shared_ptr<const Keying::Kept> Keying::keyed(const ClipEntry& c, int frame,
         return kept_.front();
       }
   }
-  auto k = std::make_shared<Kept>();
-  k->key = key;
+  RawFrame raw;
   try {
     FrameSource src;
     src.plate_file = plate;
@@ -154,13 +152,14 @@ std::shared_ptr<const Keying::Kept> Keying::keyed(const ClipEntry& c, int frame,
       model_ = Model::load(cfg_.options.model, cfg_.options.engine);
       engine_ = create_engine(model_, cfg_.options.engine);
     }
-    k->raw = key_frame(*engine_, nullptr, std::move(src), fs);
+    raw = key_frame(*engine_, nullptr, std::move(src), fs);
     *ran = true;
   } catch (const HttpError&) {
     throw;
   } catch (const std::exception& e) {
     throw HttpError(422, std::string("keying the frame for the tweak: ") + e.what());
   }
+  auto k = std::make_shared<Kept>(key, std::move(raw));
   std::lock_guard<std::mutex> l(kept_m_);
   kept_.push_front(k);
   while (kept_.size() > 4) kept_.pop_back();  // a 1920x1080 frame keeps 41 MB
@@ -175,15 +174,10 @@ Pixels Keying::tweak(const ClipEntry& c, int frame, const PostTweak& t, bool com
   timings["key_ms"] = ms_since(t0);
   timings["keyed"] = ran;  // false: post-processing only, no model
   t0 = Clock::now();
-  PostSettings ps = post_settings(with_post(cfg_.options.engine, t), k->raw.backing);
-  ps.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  PostSettings ps = post_settings(with_post(cfg_.options.engine, t), k->frame.raw().backing);
+  ps.threads = single_frame_post_threads();
   std::lock_guard<std::mutex> l(k->m);
-  if (!k->clean || k->clean_despeckle != ps.despeckle || (ps.despeckle && k->clean_size != ps.despeckle_size)) {
-    k->clean = std::make_shared<const Image>(despeckled_alpha(k->raw, ps));
-    k->clean_despeckle = ps.despeckle;
-    k->clean_size = ps.despeckle_size;
-  }
-  finish_frame(k->raw, ps, /*processed=*/!comp, comp, k->clean.get(), k->out);
+  k->frame.finish(ps, /*processed=*/!comp, comp, k->out);
   timings["post_ms"] = ms_since(t0);
   t0 = Clock::now();
   Pixels p = views_.display(comp ? k->out.comp : k->out.processed, comp, v);

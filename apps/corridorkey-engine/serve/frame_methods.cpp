@@ -127,7 +127,7 @@ bool wants(const std::vector<OutputArg>& outs, FrameOutput k) {
 /// slider moves.
 PostSettings serve_post(const EngineSettings& o, Screen backing) {
   PostSettings ps = post_settings(o, backing);
-  ps.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  ps.threads = single_frame_post_threads();
   return ps;
 }
 
@@ -138,34 +138,16 @@ json timings_json(const StageTimings& t, double queue_ms) {
           {"write_ms", t.write_ms},        {"total_ms", t.total_ms}};
 }
 
-/// The despeckled alpha for these settings: the frame's memo when it matches, else computed
-/// and kept.
-std::shared_ptr<const Image> clean_alpha(const CachedFrame& f, const PostSettings& ps) {
-  {
-    std::lock_guard<std::mutex> l(f.memo_m);
-    if (f.clean && f.clean_despeckle == ps.despeckle && (!ps.despeckle || f.clean_size == ps.despeckle_size))
-      return f.clean;
-  }
-  auto c = std::make_shared<const Image>(despeckled_alpha(f.raw, ps));
-  std::lock_guard<std::mutex> l(f.memo_m);
-  f.clean = c;
-  f.clean_despeckle = ps.despeckle;
-  f.clean_size = ps.despeckle_size;
-  return c;
-}
-
 /// Post-processes what the outputs need and writes them; fills postprocess_ms / write_ms.
 json write_outputs(const CachedFrame& f, const PostSettings& ps, const std::vector<OutputArg>& outs,
                    const std::string& compression, StageTimings& t, const std::string& method,
                    const std::function<bool()>& cancelled, FinishedFrame* scratch = nullptr) {
-  const RawFrame& raw = f.raw;
+  const RawFrame& raw = f.frame.raw();
   auto t0 = Clock::now();
   const bool want_p = wants(outs, FrameOutput::Processed), want_c = wants(outs, FrameOutput::Comp);
-  std::shared_ptr<const Image> clean;
-  if (want_p || want_c) clean = clean_alpha(f, ps);
   FinishedFrame own;
   FinishedFrame& done = scratch ? *scratch : own;
-  finish_frame(raw, ps, want_p, want_c, clean.get(), done);
+  f.frame.finish(ps, want_p, want_c, done);
   t.postprocess_ms += ms_since(t0);
   if (cancelled()) throw RpcError(kCancelled, method + ": cancelled; no output written");
   t0 = Clock::now();
@@ -295,12 +277,11 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
     if (plate.shm) src.plate = read_shm(*plate.shm, method + ": plate");
     if (hint.given()) src.hint_file = hint.name();
     if (hint.shm) src.hint = read_shm(*hint.shm, method + ": hint");
-    auto entry = std::make_shared<CachedFrame>();
-    entry->raw = key_frame(*s->engine, s->blue.get(), std::move(src), fs);
+    auto entry = std::make_shared<CachedFrame>(key_frame(*s->engine, s->blue.get(), std::move(src), fs));
     entry->post = post;
     entry->model_id = s->id;
     entry->exr_compression = compression;
-    const RawFrame& raw = entry->raw;
+    const RawFrame& raw = entry->frame.raw();
     const PostSettings ps = serve_post(post, raw.backing);
     StageTimings t = raw.timings;
     std::string frame_id = "f";
@@ -342,11 +323,11 @@ json Server::frame_repost(const json& params) {
                                       std::to_string(cache_.limit_bytes() >> 20) +
                                       " MiB of raw outputs, --cache-mb)");
   auto outs = output_args(params, method);
-  if (wants(outs, FrameOutput::Hint) && f->raw.hint.empty())
+  if (wants(outs, FrameOutput::Hint) && f->frame.raw().hint.empty())
     throw RpcError(kInvalidParams, method + ": outputs: hint: frame '" + id + "' was keyed with a given hint");
   const auto t0 = Clock::now();
   const EngineSettings post = post_options(f->post, params, method);
-  Screen backing = f->raw.backing;
+  Screen backing = f->frame.raw().backing;
   if (has_param(params, "screen")) {  // which channel despill acts on
     const auto sc = param_string(params, "screen", method);
     if (sc != "green" && sc != "blue")
@@ -360,9 +341,9 @@ json Server::frame_repost(const json& params) {
                                [] { return false; }, scratch.owns_lock() ? &repost_scratch_ : nullptr);
   t.total_ms = ms_since(t0);
   RawFrame shape;  // the result names the frame as frame.key did
-  shape.alpha.width = f->raw.alpha.width, shape.alpha.height = f->raw.alpha.height;
-  shape.backing = backing, shape.swapped = f->raw.swapped, shape.linear = f->raw.linear;
-  shape.checkpoint = f->raw.checkpoint;
+  shape.alpha.width = f->frame.raw().alpha.width, shape.alpha.height = f->frame.raw().alpha.height;
+  shape.backing = backing, shape.swapped = f->frame.raw().swapped, shape.linear = f->frame.raw().linear;
+  shape.checkpoint = f->frame.raw().checkpoint;
   json r = frame_result(id, "", f->model_id, shape, std::move(written), t, 0, true);
   r.erase("job_id");
   return r;

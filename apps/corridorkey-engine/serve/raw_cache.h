@@ -14,18 +14,13 @@
 namespace corridorkey::serve {
 
 struct CachedFrame {
-  RawFrame raw;
+  explicit CachedFrame(RawFrame raw) : frame(std::move(raw)) {}
+  /// The raw result and its despeckle memo (frame.h): a repost that changes only despill (a
+  /// slider) reuses the despeckled alpha, as review's tweaks do.
+  RepostableFrame frame;
   EngineSettings post;  // the engine's, with the despill / despeckle the frame was keyed with
   std::string model_id, exr_compression;
-  /// The despeckled alpha of the last despeckle settings used: a repost that changes only
-  /// despill (a slider) reuses it (frame_methods.cpp, clean_alpha()).
-  mutable std::mutex memo_m;
-  mutable std::shared_ptr<const Image> clean;
-  mutable bool clean_despeckle = false;
-  mutable int64_t clean_size = 0;
-  std::size_t bytes() const {  // the memo counted too: it holds one alpha plane
-    return (2 * raw.alpha.pixels.size() + raw.fg.pixels.size() + raw.hint.pixels.size()) * sizeof(float);
-  }
+  std::size_t bytes() const { return frame.bytes(); }
 };
 
 class RawCache {

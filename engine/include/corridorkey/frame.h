@@ -9,7 +9,7 @@
 //   corridorkey::FrameSettings s;
 //   s.color = corridorkey::ColorSpace::Linear;
 //   corridorkey::RawFrame raw = corridorkey::key_frame(*engine, nullptr, src, s);
-//   auto post = corridorkey::post_settings(engine->options(), raw.backing);
+//   auto post = corridorkey::post_settings(engine->settings(), raw.backing);
 //   auto done = corridorkey::finish_frame(raw, post, /*processed=*/true, /*comp=*/false);
 //   corridorkey::write_frame_output(corridorkey::FrameOutput::Matte, "matte.exr", raw.alpha, raw);
 //
@@ -27,7 +27,9 @@
 #include <corridorkey/image.h>
 #include <corridorkey/options.h>
 
+#include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -110,10 +112,16 @@ struct PostSettings {
   double despill_strength = 0.5;  // 0..1 (EngineSettings::despill_strength)
   Screen backing = Screen::Green; // despill acts on this channel
   /// Threads for the per-pixel steps (the same result for any count). The clip pipeline
-  /// uses 1 (its writers already finish frames in parallel); `serve` uses the cores.
+  /// uses 1 (its writers already finish frames in parallel); a frame finished alone
+  /// (process_frame, Python, `serve`, `review`) uses single_frame_post_threads().
   int threads = 1;
 };
 CORRIDORKEY_API PostSettings post_settings(const EngineSettings& settings, Screen backing);
+
+/// The post-processing threads of a frame finished alone, while the host waits for it: the
+/// CPUs this process may use (affinity mask and cgroup quota), at most 8. The one place
+/// that count is decided.
+CORRIDORKEY_API int single_frame_post_threads();
 
 struct FinishedFrame {
   Image processed;  // [H,W,4] linear premultiplied (despeckled alpha, despilled fg)
@@ -135,6 +143,30 @@ CORRIDORKEY_API void finish_frame(const RawFrame& raw, const PostSettings& setti
                                   bool comp, const Image* despeckled, FinishedFrame& out);
 /// The alpha the processed and comp outputs use: despeckled (settings.despeckle), else raw.
 CORRIDORKEY_API Image despeckled_alpha(const RawFrame& raw, const PostSettings& settings);
+
+/// A keyed frame kept to be finished again on other post-processing settings, as a host's
+/// despill / despeckle sliders ask (serve's frame.repost, review's tweaks): the raw result and
+/// the despeckled alpha of the last despeckle settings, which a despill-only change reuses
+/// (the same bits as despeckling again). Thread-safety: raw() is never modified; finish() may
+/// run on several threads at once (the memo is guarded), each into its own FinishedFrame.
+class CORRIDORKEY_API RepostableFrame {
+ public:
+  explicit RepostableFrame(RawFrame raw);
+  const RawFrame& raw() const { return raw_; }
+  /// finish_frame(raw(), post, processed, comp) into `out` (its buffers reused where they fit),
+  /// with the memo's despeckled alpha when `post` has its despeckle settings.
+  void finish(const PostSettings& post, bool processed, bool comp, FinishedFrame& out) const;
+  /// Bytes held: the raw planes (alpha, fg, hint) and one alpha plane for the memo.
+  std::size_t bytes() const;
+
+ private:
+  std::shared_ptr<const Image> despeckled(const PostSettings& post) const;
+  RawFrame raw_;
+  mutable std::mutex memo_m_;
+  mutable std::shared_ptr<const Image> clean_;
+  mutable bool clean_despeckle_ = false;
+  mutable int64_t clean_size_ = -1;
+};
 
 enum class FrameOutput { Matte, Fg, Processed, Comp, Hint };
 CORRIDORKEY_API const char* to_string(FrameOutput o);  // "matte" | "fg" | ... | "hint"

@@ -5,10 +5,12 @@
 #include <corridorkey/check.h>
 #include <corridorkey/frame.h>
 
+#include "config/cpu_limit.h"
 #include "io/image_io.h"
 #include "pipeline/frame_colour.h"
 #include "post/postprocess.h"
 
+#include <algorithm>
 #include <filesystem>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -20,6 +22,35 @@ PostSettings post_settings(const EngineSettings& o, Screen backing) {  // the on
   s.despill_strength = o.despill_strength;
   s.backing = backing == Screen::Blue ? Screen::Blue : Screen::Green;
   return s;
+}
+
+int single_frame_post_threads() { return std::clamp(config::usable_cpus(), 1, 8); }
+
+RepostableFrame::RepostableFrame(RawFrame raw) : raw_(std::move(raw)) {}
+
+std::shared_ptr<const Image> RepostableFrame::despeckled(const PostSettings& ps) const {
+  {
+    std::lock_guard<std::mutex> l(memo_m_);
+    if (clean_ && clean_despeckle_ == ps.despeckle && (!ps.despeckle || clean_size_ == ps.despeckle_size))
+      return clean_;
+  }
+  // Computed outside the lock: a despill-only repost on another thread need not wait for it.
+  auto c = std::make_shared<const Image>(despeckled_alpha(raw_, ps));
+  std::lock_guard<std::mutex> l(memo_m_);
+  clean_ = c;
+  clean_despeckle_ = ps.despeckle;
+  clean_size_ = ps.despeckle_size;
+  return c;
+}
+
+void RepostableFrame::finish(const PostSettings& post, bool processed, bool comp, FinishedFrame& out) const {
+  std::shared_ptr<const Image> clean;
+  if (processed || comp) clean = despeckled(post);
+  finish_frame(raw_, post, processed, comp, clean.get(), out);
+}
+
+std::size_t RepostableFrame::bytes() const {
+  return (2 * raw_.alpha.pixels.size() + raw_.fg.pixels.size() + raw_.hint.pixels.size()) * sizeof(float);
 }
 
 namespace {

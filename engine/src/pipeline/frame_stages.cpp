@@ -114,6 +114,23 @@ bool keys_with_blue_model(Screen backing, Screen main_model_screen) {
   return backing == Screen::Blue && main_model_screen != Screen::Blue;
 }
 
+ModelChoice choose_model(BaseEngine& main, const std::function<BaseEngine*()>& blue, Screen backing,
+                         bool needed) {
+  ModelChoice c;
+  BaseEngine* use = &main;
+  const Screen plate = backing == Screen::Blue ? Screen::Blue : Screen::Green;
+  if (needed && blue && keys_with_blue_model(plate, main.model()->options().model_screen))
+    if (BaseEngine* b = blue()) {
+      use = b;
+      c.blue_model = true;
+    }
+  c.engine = &EngineAccess::impl(*use);
+  c.swap_gb = plate != use->model()->options().model_screen;
+  c.model_size = c.engine->S;
+  c.checkpoint = c.engine->info.checkpoint;
+  return c;
+}
+
 ReadItem prepare_frame(const ClipPlan& p, size_t ci, int index, Image plate, Image hint,
                        const std::string& file, double read_ms, Image* generated_hint,
                        const torch::Device& device) {

@@ -3,7 +3,7 @@
 //
 //   decide    the colour, the backing and the model (ClipPlan): one clip's for the pipeline,
 //             one frame's for the others; the backing by decide_screen, the model by
-//             keys_with_blue_model, nowhere else
+//             choose_model, nowhere else
 //   prepare   plate and hint to the model's input (prepare_frame): grey to RGB, NaN / Inf to 0,
 //             decoded to scene-linear Rec.709, negatives clamped, the hint generated when none
 //             is given, green and blue swapped for the other backing, both resized
@@ -41,10 +41,27 @@ ScreenEstimate decide_screen(const std::function<std::vector<Image>()>& plates,
                              const std::string& what, const std::string& setting,
                              std::vector<std::string>& warnings);
 
-/// The one model decision: a blue backing is keyed by the blue-screen model when there is
-/// one and the main model is not a blue-screen model itself. Whoever keys it, green and blue
-/// are swapped around a model whose own backing is not the plate's (ClipPlan::swap_gb).
+/// A blue backing is keyed by the blue-screen model when there is one and the main model is
+/// not a blue-screen model itself (the rule choose_model applies).
 bool keys_with_blue_model(Screen backing, Screen main_model_screen);
+
+/// Which model keys a plate, and how: what choose_model decides.
+struct ModelChoice {
+  EngineAccess::Impl* engine = nullptr;  // the main engine's, or the blue-screen engine's
+  bool blue_model = false;               // the blue-screen model (checkpoint_blue) keys it
+  bool swap_gb = false;                  // green and blue swapped around the model
+  int64_t model_size = 0;                // that engine's img_size
+  std::string checkpoint;                // that engine's checkpoint, as EngineInfo names it
+};
+
+/// The one model decision, for every entry (the clip pipeline per clip, key_frame and
+/// process_frame, Python, serve and review per frame): a plate on `backing` goes to the
+/// blue-screen engine when keys_with_blue_model says so and `blue` gives one (it is asked
+/// only then, and only when `needed`: a clip with no frames to key loads nothing), else to
+/// `main`; green and blue are swapped around a model whose own backing is not the plate's.
+/// `blue` may load the model (its errors, prefixed "checkpoint_blue: ", propagate).
+ModelChoice choose_model(BaseEngine& main, const std::function<BaseEngine*()>& blue, Screen backing,
+                         bool needed = true);
 
 /// One frame's pre-processing, as the plan says: NaN / Inf to 0 (warned), grey plates to
 /// RGB, decoded, negatives clamped, the hint generated (and written to <out>/AlphaHint/ when

@@ -68,18 +68,15 @@ Keyed key_one(BaseEngine& engine, BaseEngine* blue_engine, Image plate, Image hi
                                      p.generate_hint, file, "screen green|blue", raw.warnings);
 
   raw.backing = p.screen.screen == Screen::Blue ? Screen::Blue : Screen::Green;
-  BaseEngine* use = &engine;
-  if (pipeline::keys_with_blue_model(raw.backing, engine.model()->options().model_screen)) {
-    // The caller's blue-screen engine, else the one this engine holds (checkpoint_blue).
-    if (!blue_engine) blue_engine = EngineAccess::impl(engine).blue_engine();
-    if (blue_engine) use = blue_engine;
-  }
-  auto& model = EngineAccess::impl(*use);
-  p.model_size = model.S;
-  p.swap_gb = raw.backing != use->model()->options().model_screen;
+  // The caller's blue-screen engine, else the one this engine holds (checkpoint_blue).
+  const auto choice = pipeline::choose_model(
+      engine, [&] { return blue_engine ? blue_engine : EngineAccess::impl(engine).blue_engine(); }, raw.backing);
+  auto& model = *choice.engine;
+  p.model_size = choice.model_size;
+  p.swap_gb = choice.swap_gb;
   raw.swapped = p.swap_gb;
   raw.linear = p.linear;
-  raw.checkpoint = model.info.checkpoint;
+  raw.checkpoint = choice.checkpoint;
   raw.colour = std::make_shared<const FrameColour>(FrameColour{p.colour});
 
   const int width = plate.width, height = plate.height;
@@ -192,7 +189,9 @@ FrameResult key_frame(BaseEngine& engine, BaseEngine* blue_engine, const ImageVi
   res.timings = raw.timings;
   const auto t0 = Clock::now();
   FinishedFrame done;
-  finish_frame(raw, post_settings(engine.settings(), raw.backing), req.processed, req.comp, nullptr, done);
+  PostSettings post = post_settings(engine.settings(), raw.backing);
+  post.threads = single_frame_post_threads();
+  finish_frame(raw, post, req.processed, req.comp, nullptr, done);
   deliver(FrameOutput::Matte, req.matte, raw.alpha, raw, req.matte_into);
   deliver(FrameOutput::Fg, req.fg, raw.fg, raw, req.fg_into);
   deliver(FrameOutput::Processed, req.processed, done.processed, raw, req.processed_into);

@@ -70,7 +70,7 @@ class Pipeline {
  public:
   Pipeline(BaseEngine& engine, BlueEngineSource blue, const InferenceOptions& job,
            const std::function<void(const PipelineEvent&)>& on_event)
-      : impl_(EngineAccess::impl(engine)), blue_source_(std::move(blue)), job_(job),
+      : engine_(engine), impl_(EngineAccess::impl(engine)), blue_source_(std::move(blue)), job_(job),
         on_event_(on_event),
         writer_(job_, impl_.settings),
         dma_(impl_.device, static_cast<int>(impl_.settings.dma_buffers)) {
@@ -267,19 +267,13 @@ class Pipeline {
   void assign_models() {
     for (auto& p : plan_.clips) {
       const Screen backing = p.screen.screen == Screen::Blue ? Screen::Blue : Screen::Green;
-      EngineAccess::Impl* use = &impl_;
-      p.engine = 0;
-      if (keys_with_blue_model(backing, impl_.model->options().model_screen) && blue_source_ && !p.frames.empty()) {
-        if (!blue_impl_)
-          if (BaseEngine* b = blue_source_()) blue_impl_ = &EngineAccess::impl(*b);
-        if (blue_impl_) {
-          use = blue_impl_;
-          p.engine = 1;
-        }
-      }
-      p.model_size = use->S;
-      p.checkpoint = use->info.checkpoint;
-      p.swap_gb = backing != use->model->options().model_screen;
+      const auto choice = choose_model(engine_, blue_source_, backing, !p.frames.empty());
+      if (choice.blue_model) blue_impl_ = choice.engine;
+      p.engine = choice.blue_model ? 1 : 0;
+      p.model_size = choice.model_size;
+      p.checkpoint = choice.checkpoint;
+      p.swap_gb = choice.swap_gb;
+      const auto* use = choice.engine;
       if (p.engine == 1)
         plan_.events.push_back({PipelineEvent::Kind::Warning, p.clip.name, "", p.clip.root,
                                 "blue backing: keyed with the blue-screen model " + p.checkpoint +
@@ -446,8 +440,9 @@ class Pipeline {
     }
   }
 
+  BaseEngine& engine_;
   EngineAccess::Impl& impl_;
-  BlueEngineSource blue_source_;
+  BlueEngineSource blue_source_;  // asked by choose_model, for a clip on a blue backing
   EngineAccess::Impl* blue_impl_ = nullptr;  // the blue-screen model, once a clip needs it
   const InferenceOptions& job_;
   std::function<void(const PipelineEvent&)> on_event_;
