@@ -28,6 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from review_support import Browser, Review, check, levels, make_clip, max_diff, np, read  # noqa: E402
+import cv2  # noqa: E402  (review_support set OPENCV_IO_ENABLE_OPENEXR first)
 
 cli, work = sys.argv[1], sys.argv[2]
 ENGINE = ["--device", "cpu", "--tune", "off"]
@@ -158,4 +159,31 @@ with Browser() as b:
     page.screenshot(path=os.path.join(work, "review_edit.png"))
 
 rv.stop()
+
+# ---- a blue plate with checkpoint_blue: the tweak is inference's Comp -------------------------
+# review's engine holds the blue-screen model, so a tweak of a blue clip shows what
+# `inference --checkpoint-blue` wrote (through the same display transform, within 1 LSB), not
+# the swapped green model's. The bundled model stands in for the blue one (see cli_serve.py).
+bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "checkpoints",
+                       "greenformer_small_synthetic384.ts")
+blue_root = os.path.join(work, "blue_shots")
+blue = os.path.join(blue_root, "shb")
+make_clip(blue, "--frames", "1", "--size", "160x90", "--plate", "png", "--hint", "png", "--soft-edge", "12",
+          "--screen", "blue")
+subprocess.run([cli, "inference", blue, *ENGINE, "--quiet", "--checkpoint-blue", bundled, "--screen", "blue"],
+               check=True)
+subprocess.run([cli, "inference", blue, *ENGINE, "--quiet", "--screen", "blue", "--output-root",
+                os.path.join(work, "blue_swapped")], check=True)
+rv = Review(cli, blue_root, *ENGINE, "--checkpoint-blue", bundled)
+try:
+    bid = [c["id"] for c in rv.get_json("/api/clips")["clips"] if c["name"] == "shb"][0]
+    s, _, png = rv.post_json("/api/tweak", {"clip": bid, "frame": 0, "view": "comp", "despill": 5})
+    check(s == 200, f"blue tweak: {s} {png[:200]!r}")
+    got = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_UNCHANGED)[:, :, :3][:, :, ::-1].astype(np.int32)
+    check(max_diff(got, levels(read(os.path.join(blue, "Output", "Comp", "0001.png")))) <= 1,
+          "the blue clip's tweak != inference --checkpoint-blue's Comp")
+    check(max_diff(got, levels(read(os.path.join(work, "blue_swapped", "shb", "Comp", "0001.png")))) > 1,
+          "the blue tweak equals the swapped green model's Comp: the blue model did not key it")
+finally:
+    rv.stop()
 print(f"cli review edit: ok ({time.time() - t_start:.0f} s)")
