@@ -53,13 +53,108 @@ void print_chunks(const std::vector<Chunk>& chunks, const JobSpec& job) {
   }
 }
 
-}  // namespace
 
-void add_job(CLI::App& app, int& exit_code) {
-  auto* job = app.add_subcommand("job", "Render-farm jobs: validate, plan, run chunks, export to schedulers");
-  job->require_subcommand(1);
-  auto file = std::make_shared<std::string>();
+/// Before the precision is planned (which may time and cache the plan): whether a node like
+/// this one would find its plan, and if not, which part of the key missed.
+void print_plan_cache(const JobSpec& j) {
+  if (j.options.model.tune == TuneMode::Off || j.options.model.device != "cpu") {
+    std::printf("plan cache: not used (%s)\n", j.options.model.tune == TuneMode::Off
+                                                   ? "tune off"
+                                                   : ("device " + j.options.model.device + ": plans are made on CPUs").c_str());
+  } else {
+    try {
+      const auto st = plan_cache_status(j.options.model, j.options.engine);
+      if (st.cached)
+        std::printf("plan cache: %s has the plan for this machine and configuration: no trials\n",
+                    st.cache.c_str());
+      else if (st.nearest.empty())
+        std::printf("plan cache: %s holds no plan: the first task on each kind of node times one "
+                    "(`corridorkey-engine tune` with the job's options caches it ahead)\n",
+                    st.cache.empty() ? "(none)" : st.cache.c_str());
+      else {
+        std::printf("plan cache: %s has no plan for this configuration; the nearest differs in:\n",
+                    st.cache.c_str());
+        // The cached side of each part is a file's text (`tune --import`).
+        for (const auto& d : st.differs) std::printf("  %s\n", printable_text(d).c_str());
+      }
+    } catch (const Error& e) {
+      std::printf("plan cache: not read (%s)\n", e.what());
+    }
+  }
+}
 
+/// The precision every chunk will run, and how it was decided.
+void print_planned_precision(const JobSpec& j) {
+  try {
+    const auto [p, how] = planned_precision(j.options.model, j.options.engine);
+    if (p == Precision::Auto)
+      std::printf("precision: not pinned (%s)\n", how.c_str());
+    else if (j.options.model.model_precision == Precision::Auto)
+      std::printf("precision: %s (%s); `job export` pins it for every chunk\n", to_string(p), how.c_str());
+    else
+      std::printf("precision: %s (%s)\n", to_string(p), how.c_str());
+  } catch (const Error& e) {
+    std::printf("precision: not planned (%s): each chunk picks its own; set model_precision "
+                "in the job to pin it\n", e.what());
+  }
+}
+
+/// The chunk `job run` keys: the whole job, or chunk I of N (--chunk), of every clip or one
+/// (--clip), of the frames asked for (--frames).
+Chunk chunk_to_run(JobSpec& j, const std::string& file, const std::string& chunk, const std::string& clip,
+                   const std::string& frames) {
+  if (!frames.empty())
+    for (auto& c : j.clips) c.frames = frames;
+  auto jf = job_frames(j);
+  for (const auto& w : jf.skipped) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  if (!clip.empty()) {
+    for (size_t i = 0; i < jf.clip_names.size(); ++i)
+      if (jf.clip_names[i] != clip) jf.frames[i].clear();
+    CK_CHECK(jf.total() > 0 || std::find(jf.clip_names.begin(), jf.clip_names.end(), clip) != jf.clip_names.end(),
+             ConfigError, "--clip: no clip named '", clip, "' in ", file);
+  }
+  Chunk todo;
+  if (chunk.empty()) {
+    todo = plan_chunks(jf, 1, j.chunk_size).front();
+  } else {
+    const auto [i, n] = parse_chunk(chunk);
+    const auto all = plan_chunks(jf, n, j.chunk_size);
+    // Fewer frames than N gives fewer chunks: running chunk I of those would key other
+    // frames than the scheduler's task I/N expects (1/3 of a 2-frame job was run as 1/2).
+    CK_CHECK(n == static_cast<int>(all.size()), ConfigError, "--chunk ", chunk, ": the job has only ",
+             all.size(), " frames, so only ", all.size(), " chunks");
+    todo = all[static_cast<size_t>(i - 1)];
+  }
+  return todo;
+}
+
+/// One event of a chunk: an NDJSON line, or a line on stderr for what a wrangler reads.
+void print_chunk_event(const PipelineEvent& e, bool json, bool quiet, EventStream& events) {
+  if (json) {
+    nlohmann::json ev{{"event", to_string(e.kind)}, {"clip", e.clip}, {"frame", e.frame}, {"message", e.message}};
+    if (!e.checkpoint.empty()) ev["checkpoint"] = e.checkpoint;
+    if (!e.screen.empty()) ev["screen"] = e.screen;
+    events.line(ev);
+  } else if (e.kind == PipelineEvent::Kind::ClipStarted && !quiet) {
+    std::fprintf(stderr, "clip %s: %s\n", e.clip.c_str(), e.message.c_str());
+  } else if (e.kind == PipelineEvent::Kind::FrameFailed || e.kind == PipelineEvent::Kind::Warning ||
+             e.kind == PipelineEvent::Kind::VideoFailed || e.kind == PipelineEvent::Kind::VideoWritten) {
+    std::fprintf(stderr, "%s: %s\n", to_string(e.kind), e.message.c_str());
+  }
+}
+
+void print_chunk_summary(const JobSpec& j, const Chunk& todo, const JobSummary& s) {
+  std::fprintf(stderr, "job %s chunk %d/%d: %d keyed, %d already done, %d failed in %.1f s\n", j.name.c_str(),
+               todo.index, todo.count, s.frames_done, s.frames_skipped, s.frames_failed, s.wall_ms / 1000);
+  std::fprintf(stderr, "%s\n", plan_text(s.engine.tune).c_str());
+  if (s.interrupted)
+    std::fprintf(stderr, "interrupted: the frames written are whole; running the chunk again keys the rest\n");
+  for (const auto& m : s.clip_models)
+    std::fprintf(stderr, "clip %s: %s backing, keyed with %s%s\n", m.clip.c_str(), m.screen.c_str(),
+                 m.checkpoint.c_str(), m.swapped ? " (green and blue swapped)" : "");
+}
+
+void add_job_validate(CLI::App* job, const std::shared_ptr<std::string>& file, int& exit_code) {
   auto* validate = job->add_subcommand("validate", "check a job file (errors name the key and line)");
   non_empty_path(validate->add_option("job", *file, "job YAML"))->required();
   validate->callback([file, &exit_code] {
@@ -71,7 +166,9 @@ void add_job(CLI::App& app, int& exit_code) {
                 plan_chunks(frames, 0, j.chunk_size).size(), j.chunk_size);
     exit_code = kOk;
   });
+}
 
+void add_job_plan(CLI::App* job, const std::shared_ptr<std::string>& file, int& exit_code) {
   auto* plan = job->add_subcommand("plan", "print the chunks: clip, frame range, output folder");
   auto chunks_n = std::make_shared<int>(0);
   non_empty_path(plan->add_option("job", *file, "job YAML"))->required();
@@ -81,47 +178,13 @@ void add_job(CLI::App& app, int& exit_code) {
     const auto jf = job_frames(j);
     for (const auto& w : jf.skipped) std::fprintf(stderr, "warning: %s\n", w.c_str());
     print_chunks(plan_chunks(jf, *chunks_n, j.chunk_size), j);
-    // Before the precision is planned (which may time and cache the plan): whether a node
-    // like this one would find its plan, and if not, which part of the key missed.
-    if (j.options.model.tune == TuneMode::Off || j.options.model.device != "cpu") {
-      std::printf("plan cache: not used (%s)\n", j.options.model.tune == TuneMode::Off
-                                                     ? "tune off"
-                                                     : ("device " + j.options.model.device + ": plans are made on CPUs").c_str());
-    } else {
-      try {
-        const auto st = plan_cache_status(j.options.model, j.options.engine);
-        if (st.cached)
-          std::printf("plan cache: %s has the plan for this machine and configuration: no trials\n",
-                      st.cache.c_str());
-        else if (st.nearest.empty())
-          std::printf("plan cache: %s holds no plan: the first task on each kind of node times one "
-                      "(`corridorkey-engine tune` with the job's options caches it ahead)\n",
-                      st.cache.empty() ? "(none)" : st.cache.c_str());
-        else {
-          std::printf("plan cache: %s has no plan for this configuration; the nearest differs in:\n",
-                      st.cache.c_str());
-          // The cached side of each part is a file's text (`tune --import`).
-          for (const auto& d : st.differs) std::printf("  %s\n", printable_text(d).c_str());
-        }
-      } catch (const Error& e) {
-        std::printf("plan cache: not read (%s)\n", e.what());
-      }
-    }
-    try {
-      const auto [p, how] = planned_precision(j.options.model, j.options.engine);
-      if (p == Precision::Auto)
-        std::printf("precision: not pinned (%s)\n", how.c_str());
-      else if (j.options.model.model_precision == Precision::Auto)
-        std::printf("precision: %s (%s); `job export` pins it for every chunk\n", to_string(p), how.c_str());
-      else
-        std::printf("precision: %s (%s)\n", to_string(p), how.c_str());
-    } catch (const Error& e) {
-      std::printf("precision: not planned (%s): each chunk picks its own; set model_precision "
-                  "in the job to pin it\n", e.what());
-    }
+    print_plan_cache(j);
+    print_planned_precision(j);
     exit_code = kOk;
   });
+}
 
+void add_job_run(CLI::App* job, const std::shared_ptr<std::string>& file, int& exit_code) {
   auto* run = job->add_subcommand("run", "run the whole job, one chunk (--chunk I/N) or a frame range");
   auto chunk = std::make_shared<std::string>();
   auto clip = std::make_shared<std::string>();
@@ -153,63 +216,22 @@ void add_job(CLI::App& app, int& exit_code) {
                            "picks it, and chunks on other node types may pick another (the matte "
                            "then flickers between chunks); `job export` pins one, or set "
                            "model_precision in the job\n", file->c_str());
-    if (!frames->empty())
-      for (auto& c : j.clips) c.frames = *frames;
-    auto jf = job_frames(j);
-    for (const auto& w : jf.skipped) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    if (!clip->empty()) {
-      for (size_t i = 0; i < jf.clip_names.size(); ++i)
-        if (jf.clip_names[i] != *clip) jf.frames[i].clear();
-      CK_CHECK(jf.total() > 0 || std::find(jf.clip_names.begin(), jf.clip_names.end(), *clip) != jf.clip_names.end(),
-               ConfigError, "--clip: no clip named '", *clip, "' in ", *file);
-    }
-    Chunk todo;
-    if (chunk->empty()) {
-      todo = plan_chunks(jf, 1, j.chunk_size).front();
-    } else {
-      const auto [i, n] = parse_chunk(*chunk);
-      const auto all = plan_chunks(jf, n, j.chunk_size);
-      // Fewer frames than N gives fewer chunks: running chunk I of those would key other
-      // frames than the scheduler's task I/N expects (1/3 of a 2-frame job was run as 1/2).
-      CK_CHECK(n == static_cast<int>(all.size()), ConfigError, "--chunk ", *chunk, ": the job has only ",
-               all.size(), " frames, so only ", all.size(), " chunks");
-      todo = all[static_cast<size_t>(i - 1)];
-    }
+    const Chunk todo = chunk_to_run(j, *file, *chunk, *clip, *frames);
     j.inference.cancel = &g_job_cancel;  // polled once frames are keyed (stop_signals.h)
     EventStream events;  // lossless names; a closed stdout stops the events, not the chunk
     const auto s = run_chunk(j, todo, [&](const PipelineEvent& e) {
       if (e.kind == PipelineEvent::Kind::JobStarted) cancel_on_signal(&g_job_cancel);
-      if (*json) {
-        nlohmann::json ev{{"event", to_string(e.kind)}, {"clip", e.clip}, {"frame", e.frame},
-                          {"message", e.message}};
-        if (!e.checkpoint.empty()) ev["checkpoint"] = e.checkpoint;
-        if (!e.screen.empty()) ev["screen"] = e.screen;
-        events.line(ev);
-      } else if (e.kind == PipelineEvent::Kind::ClipStarted && !*quiet) {
-        std::fprintf(stderr, "clip %s: %s\n", e.clip.c_str(), e.message.c_str());
-      } else if (e.kind == PipelineEvent::Kind::FrameFailed || e.kind == PipelineEvent::Kind::Warning ||
-                 e.kind == PipelineEvent::Kind::VideoFailed || e.kind == PipelineEvent::Kind::VideoWritten) {
-        std::fprintf(stderr, "%s: %s\n", to_string(e.kind), e.message.c_str());
-      }
+      print_chunk_event(e, *json, *quiet, events);
     });
     default_stop_signals();
-    if (!*quiet && !*json)
-      std::fprintf(stderr, "job %s chunk %d/%d: %d keyed, %d already done, %d failed in %.1f s\n",
-                   j.name.c_str(), todo.index, todo.count, s.frames_done, s.frames_skipped,
-                   s.frames_failed, s.wall_ms / 1000);
-    if (!*quiet && !*json) std::fprintf(stderr, "%s\n", plan_text(s.engine.tune).c_str());
-    if (!*quiet && !*json && s.interrupted)
-      std::fprintf(stderr, "interrupted: the frames written are whole; running the chunk again keys the rest\n");
-    if (!*quiet && !*json)
-      for (const auto& m : s.clip_models)
-        std::fprintf(stderr, "clip %s: %s backing, keyed with %s%s\n", m.clip.c_str(),
-                     m.screen.c_str(), m.checkpoint.c_str(),
-                     m.swapped ? " (green and blue swapped)" : "");
+    if (!*quiet && !*json) print_chunk_summary(j, todo, s);
     exit_code = s.interrupted ? kInterrupted
                 : s.frames_failed == 0 && s.videos_failed == 0 ? kOk
                 : j.inference.on_error == OnError::Skip ? kPartial : kInput;
   });
+}
 
+void add_job_export(CLI::App* job, const std::shared_ptr<std::string>& file, int& exit_code) {
   auto* exp = job->add_subcommand("export", "write a scheduler template (Open Job Description or Slurm)");
   auto to = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
@@ -244,6 +266,18 @@ void add_job(CLI::App& app, int& exit_code) {
     write_export(*out, text, /*executable=*/*to == "slurm", j.file);
     exit_code = kOk;
   });
+}
+
+}  // namespace
+
+void add_job(CLI::App& app, int& exit_code) {
+  auto* job = app.add_subcommand("job", "Render-farm jobs: validate, plan, run chunks, export to schedulers");
+  job->require_subcommand(1);
+  auto file = std::make_shared<std::string>();
+  add_job_validate(job, file, exit_code);
+  add_job_plan(job, file, exit_code);
+  add_job_run(job, file, exit_code);
+  add_job_export(job, file, exit_code);
 }
 
 }  // namespace corridorkey::cli

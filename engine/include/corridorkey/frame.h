@@ -129,16 +129,15 @@ struct FinishedFrame {
 };
 /// The post-processed outputs asked for (the others stay empty and cost nothing).
 /// `despeckled`: the alpha despeckled_alpha() gave for these despeckle settings, kept from
-/// an earlier call (a repost that changes only despill skips the despeckle: 70-100 ms of a
-/// 1920x1080 frame on Zen 3); null computes it.
+/// an earlier call (a repost that changes only despill then skips the despeckle, the
+/// costliest step of post-processing: docs/performance.md); null computes it.
 CORRIDORKEY_API FinishedFrame finish_frame(const RawFrame& raw, const PostSettings& settings,
                                            bool processed, bool comp,
                                            const Image* despeckled = nullptr);
 /// The same into `out`, reusing its buffers where they already hold an image of the frame's
-/// size: a host or a server that reposts one frame again and again allocates nothing (at
-/// 1920x1080 the two outputs are 58 MB of fresh pages: allocating and zeroing 33 MB took 15
-/// ms on a Zen 5, as much as the rest of a repost's post-processing). The outputs not asked
-/// for are emptied. Same bits.
+/// size: a host or a server that reposts one frame again and again allocates nothing (fresh
+/// pages cost as much as the rest of a repost's post-processing: docs/performance.md). The
+/// outputs not asked for are emptied. Same bits.
 CORRIDORKEY_API void finish_frame(const RawFrame& raw, const PostSettings& settings, bool processed,
                                   bool comp, const Image* despeckled, FinishedFrame& out);
 /// The alpha the processed and comp outputs use: despeckled (settings.despeckle), else raw.

@@ -110,8 +110,8 @@ struct ModelOptions {
   /// rounding), and float32 windowed and global attention on a CPU with AVX2 + FMA, in an
   /// AVX2 or an AVX-512 variant (kernels/attention_f32_cpu.h; within fp32 rounding). Both are
   /// self-tested at start-up. Auto: the measured plan times kernel against SDPA per stage
-  /// (the bf16 kernel lost 2.6 s a frame on a Xeon without AMX and won on a Zen 5); with tune
-  /// off, Auto means on.
+  /// (the bf16 kernel wins on some CPUs with AVX-512 BF16 and loses on others:
+  /// docs/performance.md); with tune off, Auto means on.
   AutoSwitch native_attention = AutoSwitch::Off;
   /// Token rows per chunk in the token-wise parts of the encoder blocks that keep their
   /// width (LN + qkv before the attention; projection, residuals, LN and MLP after it), so
@@ -174,8 +174,8 @@ struct EngineSettings {
   /// float32 Linear layers on a CPU through oneDNN's matmul (with GELU fused into the MLP's
   /// first one) instead of at::linear's MKL GEMM: within float32 rounding (test_functional,
   /// test_tune). Auto: the measured plan times both on one encoder block per stage shape and
-  /// keeps the faster (oneDNN ran the encoder's Linear shapes 1.2-2.6x faster on an AMD
-  /// EPYC Zen 5; MKL may win on Intel); with tune off, Auto means off. No effect in other
+  /// keeps the faster (which one wins depends on the CPU: docs/performance.md, "float32
+  /// Linear layers through oneDNN"); with tune off, Auto means off. No effect in other
   /// precisions, under mixed_precision, on other devices (bf16 Linear already runs through
   /// oneDNN), or when the process's float32 matmul precision is not IEEE (oneDNN would then
   /// compute in bf16 / tf32).

@@ -30,12 +30,13 @@ struct DeviceAvailability {
 struct CORRIDORKEY_API CpuFeatures {
   bool avx2 = false, avx512 = false, avx512_bf16 = false, amx = false;
   /// The first processor's /proc/cpuinfo "model name", "cpu family", "model" and
-  /// "stepping" (VMs often name only "AMD EPYC": family and model tell Zen 3 from Zen 5),
+  /// "stepping" (VMs often name only the vendor's brand: family and model tell the
+  /// generations apart),
   /// and an FNV-1a hash of its flags line (a VM may hide AMX on the same model). Empty / 0
   /// where there is no /proc/cpuinfo.
   std::string model_name, family, model, stepping;
   uint32_t flags_hash = 0;
-  /// "AMD EPYC (family 25 model 1 stepping 1, flags 2b6322d3)": what benchmarks and the
+  /// "VENDOR MODEL (family F model M stepping S, flags XXXXXXXX)": what benchmarks and the
   /// measured plan's cache key name the CPU by.
   std::string identity() const;
   /// The oneDNN (mkldnn) library LibTorch uses for convolutions and bf16 GEMMs.

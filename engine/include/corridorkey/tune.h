@@ -1,10 +1,10 @@
 // The measured plan: which precision, attention kernel and refiner tiling run fastest on
 // this machine, decided by short timed trials at the real shapes, not by CPU flags.
 //
-// Flags say what a CPU can decode, not what runs fast: a Xeon VM listing avx512_bf16 but
-// no AMX ran every bf16 op slower than float32 (issue 24: 16.2-18.3 s a frame at bf16,
-// 9.4-10.8 s at float32), and the native bf16 attention kernel that won on a Zen 5 lost
-// 2.6 s a frame there. So with `tune: auto` an engine times the candidates once per
+// Flags say what a CPU can decode, not what runs fast: a CPU that lists avx512_bf16 without
+// AMX ran every bf16 op slower than float32, and the native bf16 attention kernel that won
+// on one CPU lost on that one (docs/performance.md, "bf16 flags without AMX"). So with
+// `tune: auto` an engine times the candidates once per
 // (engine version, CPU model, threads, LibTorch, device, architecture, size, layouts and
 // fusions), keeps the fastest whose numeric bound the tests hold, and caches the decision
 // with its times in a per-user file. An explicit profile, flag or job value always wins.
@@ -79,7 +79,7 @@ struct CORRIDORKEY_API TunePlan {
   std::vector<TuneDecision> decisions;
 
   const TuneDecision* find(TuneOption option) const;
-  /// One line per decision: "model_precision float32 (plan: float32 9400 ms, bfloat16 ...)";
+  /// One line per decision: "model_precision float32 (plan: float32 N ms, bfloat16 N ms)";
   /// reasons and candidate names through printable_text (no line of it is a file's).
   std::string summary() const;
 };
@@ -135,7 +135,7 @@ CORRIDORKEY_API PlanCacheStatus plan_cache_status(const ModelOptions& model, con
 /// settings, which the plan is timed for), and how it was decided: the explicit
 /// model_precision; else, for a CPU job (device: cpu) with tune on, this machine's measured
 /// plan for the options' checkpoint and size (cached, or timed now: reads the checkpoint and
-/// times blocks, 9 s at 1024 on a 2-core Zen 3); else Precision::Auto with the reason it is
+/// times blocks; docs/performance.md gives the cost); else Precision::Auto with the reason it is
 /// not pinned (tune off, device auto / cuda, mixed precision). `job plan` prints it and
 /// `job export` pins a planned one in every chunk's command.
 CORRIDORKEY_API std::pair<Precision, std::string> planned_precision(const ModelOptions& model,
