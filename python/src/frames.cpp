@@ -1,7 +1,8 @@
 // Engine.process_frame: numpy arrays, buffers and CPU DLPack tensors in and out with no
-// copy here. A plate or hint is read where it lies through an ImageView of its strides (the
-// engine's conversion to float is the only copy); outputs are the engine's own buffers,
-// handed to numpy, or written into the caller's arrays (`out`).
+// copy here. A plate or hint is read where it lies through an ImageView of its strides
+// (channels reversed or sliced, Fortran order and negative steps too: the engine's
+// conversion to float is the only copy); outputs are the engine's own buffers, handed to
+// numpy, or written into the caller's arrays (`out`), at their strides.
 //
 // Per frame it is `corridorkey-engine inference`'s frame: key_frame (reading, NaN clean-up,
 // colour, a generated hint where none is given, the backing estimated where it is "auto",
@@ -22,6 +23,7 @@
 #include <limits>
 #include <chrono>
 #include <initializer_list>
+#include <iterator>
 #include <optional>
 #include <tuple>
 #include <cstring>
@@ -56,17 +58,40 @@ PixelType pixel_type(const A& a, const std::string& what, bool out) {
                     (out ? "float16 or float32" : "uint8, uint16, float16 or float32") + ")");
 }
 
-/// Frames (1, or B of a leading batch dimension), height, width, channels of an image array.
+/// Frames (1, or B of a leading batch dimension), height, width, channels of an image array,
+/// and its byte strides (signed; 0 along an axis of length 1: derived, see image.h).
 struct Layout {
   int64_t frames = 1, height = 0, width = 0, channels = 1;
-  int64_t frame_stride = 0;  // bytes between frames
-  size_t row_stride = 0;     // bytes between rows
+  int64_t frame_stride = 0, row_stride = 0, pixel_stride = 0, channel_stride = 0;
 };
 
+/// The axis ("frame", "row", "pixel", "channel") whose step lands among the bytes the finer
+/// axes span, or nullptr when no two samples share a byte: the axes sorted by the size of
+/// their strides, each must step past all the finer ones cover (image.h's rule, with frames).
+const char* overlapping_axis(const Layout& l, int64_t item) {
+  struct Axis {
+    int64_t n, step;
+    const char* name;
+  };
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  auto size = [](int64_t s) { return s == std::numeric_limits<int64_t>::min() ? kMax : s < 0 ? -s : s; };
+  Axis axes[] = {{l.channels, size(l.channel_stride), "channel"}, {l.width, size(l.pixel_stride), "pixel"},
+                 {l.height, size(l.row_stride), "row"}, {l.frames, size(l.frame_stride), "frame"}};
+  std::stable_sort(std::begin(axes), std::end(axes), [](const Axis& a, const Axis& b) { return a.step < b.step; });
+  int64_t span = item;
+  for (const Axis& a : axes) {
+    if (a.n <= 1) continue;
+    if (a.step < span) return a.name;
+    span = a.step > (kMax - span) / (a.n - 1) ? kMax : a.step * (a.n - 1) + span;
+  }
+  return nullptr;
+}
+
 /// An image array's layout: [B,]H,W[,C], B present when `batched`, C in `channels` (a
-/// missing C is 1). The engine reads interleaved pixels along a row and rows at any
-/// stride: channel stride 1, pixel stride C. Anything else (a Fortran-ordered, transposed
-/// or channel-sliced array) is refused with its strides, never read the wrong way.
+/// missing C is 1). Any strides are read in place (rows of a crop, channels reversed as
+/// [..., ::-1] leaves a BGR image, a channel slice, Fortran order, negative steps); what
+/// no stride describes is refused by name: samples or frames that share memory (a
+/// broadcast or as_strided array), an array off the CPU.
 template <class A>
 Layout layout_of(const A& a, const std::string& what, std::initializer_list<int64_t> channels, bool batched) {
   if (a.device_type() != nb::device::cpu::value)
@@ -80,11 +105,8 @@ Layout layout_of(const A& a, const std::string& what, std::initializer_list<int6
                       (batched ? "B x " : "") + "H x W" + " (x C, C " + allowed + ")");
   Layout l;
   const int64_t item = static_cast<int64_t>(a.itemsize());
-  if (b) {
-    l.frames = static_cast<int64_t>(a.shape(0));
-    l.frame_stride = a.stride(0) * item;
-  }
   const bool has_c = nd == b + 3;
+  if (b) l.frames = static_cast<int64_t>(a.shape(0));
   l.height = static_cast<int64_t>(a.shape(b));
   l.width = static_cast<int64_t>(a.shape(b + 1));
   l.channels = has_c ? static_cast<int64_t>(a.shape(b + 2)) : 1;
@@ -96,35 +118,32 @@ Layout layout_of(const A& a, const std::string& what, std::initializer_list<int6
   if (l.width > kMaxSide || l.height > kMaxSide || l.width * l.height > kMaxSide / l.channels)
     throw ConfigError(what + ": " + std::to_string(l.width) + " x " + std::to_string(l.height) +
                       " pixels is more than a frame may hold (2^31 samples)");
-  // A stride along an axis of length 1 says nothing (numpy's relaxed strides give them any value).
-  const int64_t cs = has_c && l.channels > 1 ? a.stride(b + 2) : 1;
-  const int64_t ps = l.width > 1 ? a.stride(b + 1) : l.channels;
-  const int64_t rs = l.height > 1 ? a.stride(b) : l.width * l.channels;
-  if (l.frames > 1 && l.frame_stride < rs * item * l.height)
-    throw ConfigError(what + ": frames overlap in memory (frame stride " + std::to_string(l.frame_stride / item) +
-                      " elements, a frame takes " + std::to_string(rs * l.height) + ")");
-  if ((l.channels > 1 && cs != 1) || ps != l.channels || rs < l.width * l.channels)
-    throw ConfigError(what + ": pixels must be interleaved within rows (strides in elements: channel 1, pixel " +
-                      std::to_string(l.channels) + ", row >= " + std::to_string(l.width * l.channels) +
-                      "); got channel " + std::to_string(cs) + ", pixel " + std::to_string(ps) + ", row " +
-                      std::to_string(rs) +
-                      (cs < 0 ? " (channels reversed, as [..., ::-1] makes of a BGR image?)"
-                              : " (a Fortran-ordered, transposed or channel-sliced array?)") +
-                      ": pass numpy.ascontiguousarray(" + what + ")");
-  l.row_stride = static_cast<size_t>(rs * item);
+  // A stride along an axis of length 1 says nothing (numpy's relaxed strides give them any
+  // value): 0 there, which the view derives and the overlap check skips.
+  auto bytes = [&](size_t axis, int64_t n) { return n > 1 ? static_cast<int64_t>(a.stride(axis)) * item : 0; };
+  if (b) l.frame_stride = bytes(0, l.frames);
+  l.row_stride = bytes(b, l.height);
+  l.pixel_stride = bytes(b + 1, l.width);
+  l.channel_stride = has_c ? bytes(b + 2, l.channels) : 0;
+  if (const char* axis = overlapping_axis(l, item)) {
+    const std::string strides = "strides in bytes: " + (b ? "frame " + std::to_string(l.frame_stride) + ", " : "") +
+                                "row " + std::to_string(l.row_stride) + ", pixel " + std::to_string(l.pixel_stride) +
+                                ", channel " + std::to_string(l.channel_stride) + ", sample " + std::to_string(item);
+    throw ConfigError(what + ": " + (std::string(axis) == "frame" ? "frames" : "samples") + " overlap in memory (" +
+                      strides + "; the " + axis + " step lands inside what the finer axes span" +
+                      (what.rfind("out[", 0) == 0 ? "): pass an array of its own"
+                                                  : ", a broadcast or as_strided array?): pass numpy.ascontiguousarray(" +
+                                                        what + ")"));
+  }
   return l;
 }
 
-template <class A>
-ImageView view_of(const A& a, const Layout& l, PixelType t, int64_t frame) {
-  ImageView v;
-  v.data = static_cast<const uint8_t*>(a.data()) + frame * l.frame_stride;
-  v.width = static_cast<int>(l.width);
-  v.height = static_cast<int>(l.height);
-  v.channels = static_cast<int>(l.channels);
-  v.type = t;
-  v.row_stride_bytes = l.row_stride;
-  return v;
+/// Frame `frame` of an array as a view of its own memory, at its strides (0s derived).
+template <class View, class A>
+View view_of(const A& a, const Layout& l, PixelType t, int64_t frame) {
+  using Byte = typename View::Byte;
+  return {static_cast<Byte*>(a.data()) + frame * l.frame_stride, static_cast<int>(l.width), static_cast<int>(l.height),
+          static_cast<int>(l.channels), t, l.row_stride, l.pixel_stride, l.channel_stride};
 }
 
 /// Between the frames of a batch, with the GIL released: whether Python has a signal to
@@ -268,10 +287,10 @@ void bind_frames(nb::class_<PyEngine>& engine) {
             }
             FrameSource src;
             src.plate_file = batch ? "plate[" + std::to_string(i) + "]" : "plate";
-            src.plate = image_from_view(view_of(plate, pl, pt, i));
+            src.plate = image_from_view(view_of<ImageView>(plate, pl, pt, i));
             if (hint) {
               src.hint_file = batch ? "hint[" + std::to_string(i) + "]" : "hint";
-              src.hint = image_from_view(view_of(*hint, *hl, ht, i));
+              src.hint = image_from_view(view_of<ImageView>(*hint, *hl, ht, i));
             }
             RawFrame raw = key_frame(*e.engine, nullptr, std::move(src), settings);
             // A batch is estimated once, as a clip is: its first frame's backing keys the rest.
@@ -289,9 +308,7 @@ void bind_frames(nb::class_<PyEngine>& engine) {
               Image converted;
               if (convert && &output_image(kind, *img, raw, converted) == &converted) img = &converted;
               if (!s.out.is_none()) {
-                copy_to_view(*img, {static_cast<uint8_t*>(s.out_array.data()) + i * s.out_layout.frame_stride,
-                                   static_cast<int>(pl.width), static_cast<int>(pl.height),
-                                   static_cast<int>(s.channels), s.out_type, s.out_layout.row_stride});
+                copy_to_view(*img, view_of<MutableImageView>(s.out_array, s.out_layout, s.out_type, i));
               } else if (batch) {
                 if (s.pixels.empty()) s.pixels.reserve(img->pixels.size() * static_cast<size_t>(pl.frames));
                 s.pixels.insert(s.pixels.end(), img->pixels.begin(), img->pixels.end());

@@ -1,5 +1,6 @@
-"""What process_frame takes: strided and typed views of one frame keyed as the frame
-itself, batches as single calls, no copy in the binding, and layouts it cannot read
+"""What process_frame takes: strided and typed views of one frame (rows of a crop, channels
+reversed or sliced, any signed strides) keyed as the frame itself, batches as single calls,
+no copy in the binding, outputs written at their strides, and layouts no stride describes
 refused with what they are."""
 
 from __future__ import annotations
@@ -101,14 +102,71 @@ def test_no_copy_of_the_plate_in_the_binding(engine, frame1):
     assert peak < big.nbytes / 4, f"{peak} bytes allocated through Python for a {big.nbytes}-byte plate"
 
 
-@pytest.mark.parametrize("make,words", [
-    (lambda p: np.asfortranarray(p), "interleaved"),
-    (lambda p: p[:, :, ::-1], "channels reversed"),
-    (lambda p: p[:, ::2], "interleaved"),
+def test_reversed_and_sliced_channels_key_as_their_contiguous_copy(engine, frame1):
+    """OpenCV's BGR-to-RGB step ([..., ::-1]) and channel slices are read in place, at their
+    strides, and key bit-identically to the same pixels made contiguous."""
+    plate, hint = frame1
+    base = keyed(engine, plate, hint)
+    bgr = np.ascontiguousarray(plate[..., ::-1])  # as cv2.imread gives it
+    rgb = bgr[..., ::-1]
+    assert rgb.strides[2] == -1 and not rgb.flags["C_CONTIGUOUS"]
+    assert_same(keyed(engine, rgb, hint), keyed(engine, np.ascontiguousarray(rgb), hint))
+    assert_same(keyed(engine, rgb, hint), base)
+    alpha = np.random.default_rng(3).integers(0, 256, plate.shape[:2], dtype=np.uint8)
+    rgba = np.dstack([plate, alpha])
+    assert_same(keyed(engine, rgba[..., :3], hint), keyed(engine, np.ascontiguousarray(rgba[..., :3]), hint))
+    six = np.dstack([alpha, plate, alpha, alpha]).astype(np.float32) / 255  # 6 channels, RGB at 1:4
+    sliced = six[..., 1:4]
+    assert sliced.strides == (six.strides[0], 24, 4)
+    hint3 = np.dstack([hint] * 3)[..., 1:2]  # a channel of a 3-channel hint: pixel stride 3
+    assert_same(keyed(engine, sliced, hint3), keyed(engine, np.ascontiguousarray(sliced), np.ascontiguousarray(hint3)))
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda p: np.asfortranarray(p), id="fortran"),
+    pytest.param(lambda p: p[:, ::2], id="every-other-pixel"),
+    pytest.param(lambda p: p[::-1, ::-1], id="rotated-180"),
+    pytest.param(lambda p: np.ascontiguousarray(p.transpose(1, 0, 2)).transpose(1, 0, 2), id="transposed"),
 ])
-def test_layouts_it_cannot_read_are_refused_by_name(engine, frame1, ck, make, words):
+def test_any_strides_key_as_their_contiguous_copy(engine, frame1, make):
+    plate, hint = frame1
+    view, hview = make(plate), make(hint[:, :, None])[:, :, 0]
+    assert not view.flags["C_CONTIGUOUS"]
+    assert_same(keyed(engine, view, hview, screen="green"),
+                keyed(engine, np.ascontiguousarray(view), np.ascontiguousarray(hview), screen="green"))
+
+
+def test_strided_out_arrays_are_written_at_their_strides(engine, frame1):
+    plate, hint = frame1
+    h, w = plate.shape[:2]
+    bgra = np.full((h, w, 4), -7, np.float32)  # comp written as BGR, matte as its alpha
+    fg = np.asfortranarray(np.zeros((h, w, 3), np.float16))
+    r = engine.process_frame(plate, hint, outputs=("matte", "fg", "comp"),
+                             out={"comp": bgra[..., 2::-1], "matte": bgra[..., 3], "fg": fg})
+    ref = engine.process_frame(plate, hint, outputs=("matte", "fg", "comp"))
+    np.testing.assert_array_equal(bgra[..., 2::-1], ref["comp"])
+    np.testing.assert_array_equal(bgra[..., 3], ref["matte"])
+    np.testing.assert_array_equal(fg, ref["fg"].astype(np.float16))
+    assert r["fg"] is fg
+
+
+def _overlapping_rows(a):
+    # Each row starting half a row after the last: rows share memory.
+    return np.lib.stride_tricks.as_strided(a, a.shape, (a.strides[0] // 2,) + a.strides[1:])
+
+
+@pytest.mark.parametrize("make,words", [
+    (lambda p: np.broadcast_to(p[:, :1], p.shape), "samples overlap"),  # every pixel the same bytes
+    (lambda p: np.broadcast_to(p[..., :1], p.shape), "samples overlap"),  # every channel the same
+    (_overlapping_rows, "samples overlap"),
+])
+def test_layouts_no_stride_can_describe_are_refused_by_name(engine, frame1, ck, make, words):
     plate, hint = frame1
     view = make(plate)
     with pytest.raises(ValueError, match=words) as e:
         engine.process_frame(view, None)
     assert isinstance(e.value, ck.ConfigError) and "plate" in str(e.value)
+    h, w = plate.shape[:2]
+    matte = _overlapping_rows(np.zeros((h, w), np.float32))
+    with pytest.raises(ck.ConfigError, match=r"out\['matte'\]: samples overlap"):
+        engine.process_frame(plate, hint, outputs=("matte",), out={"matte": matte})
