@@ -4,10 +4,12 @@
 // conversion to float is the only copy); outputs are the engine's own buffers, handed to
 // numpy, or written into the caller's arrays (`out`), at their strides.
 //
-// Per frame it is `corridorkey-engine inference`'s frame: key_frame (reading, NaN clean-up,
-// colour, a generated hint where none is given, the backing estimated where it is "auto",
-// the green/blue swap, the model, the resize) then finish_frame (despeckle, despill,
-// premultiply, comp), with the engine's post-processing settings.
+// Per frame it is `corridorkey-engine inference`'s frame, through the public key_frame over
+// the arrays' views (frame.h), as a C++ host calls it: reading, NaN clean-up, colour, a
+// generated hint where none is given, the backing estimated where it is "auto", the model
+// (the blue-screen one for a blue plate when the Model names checkpoint_blue), the resize,
+// then the one finish-and-deliver (despeckle, despill, premultiply, comp; each output in its
+// colour space, into the caller's `out` array or a new one).
 #include "binding.h"
 
 #include <corridorkey/errors.h>
@@ -156,6 +158,25 @@ bool interrupted() {
   return false;
 }
 
+/// The error being handled, of its own type, its message naming the batch's frame
+/// ("plate[3]: ...").
+[[noreturn]] void rethrow_naming_frame(int64_t i) {
+  const std::string p = "plate[" + std::to_string(i) + "]: ";
+  try {
+    throw;
+  } catch (const IoError& x) {
+    throw IoError(p + x.what());
+  } catch (const ConfigError& x) {
+    throw ConfigError(p + x.what());
+  } catch (const ModelError& x) {
+    throw ModelError(p + x.what());
+  } catch (const DeviceError& x) {
+    throw DeviceError(p + x.what());
+  } catch (const Error& x) {
+    throw Error(p + x.what());
+  }
+}
+
 Screen screen_named(const std::string& s) {
   if (s == "auto") return Screen::Auto;
   if (s == "green") return Screen::Green;
@@ -269,9 +290,13 @@ void bind_frames(nb::class_<PyEngine>& engine) {
           }
         }
 
+        // Without output_colorspace the processed array is what the model and post-processing
+        // give (linear Rec.709), whatever the input's space: the working space named, so the
+        // one finish-and-deliver (key_frame) converts nothing.
+        if (!output_colorspace) settings.output_colorspace = "linear-rec709";
         nb::dict result;
         bool stopped = false;
-        RawFrame last;
+        FrameResult last;
         std::vector<std::string> warnings;
         double call_ms = 0;
         {
@@ -285,39 +310,40 @@ void bind_frames(nb::class_<PyEngine>& engine) {
               stopped = true;  // Ctrl-C between the frames of a batch: KeyboardInterrupt below
               break;
             }
-            FrameSource src;
-            src.plate_file = batch ? "plate[" + std::to_string(i) + "]" : "plate";
-            src.plate = image_from_view(view_of<ImageView>(plate, pl, pt, i));
-            if (hint) {
-              src.hint_file = batch ? "hint[" + std::to_string(i) + "]" : "hint";
-              src.hint = image_from_view(view_of<ImageView>(*hint, *hl, ht, i));
-            }
-            RawFrame raw = key_frame(*e.engine, nullptr, std::move(src), settings);
-            // A batch is estimated once, as a clip is: its first frame's backing keys the rest.
-            settings.screen = raw.backing;
-            PostSettings post = post_settings(e.engine->settings(), raw.backing);
-            post.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-            FinishedFrame done = finish_frame(raw, post, want & kProcessed, want & kComp);
-            for (auto& s : slots) {
-              const bool fg = std::string(s.name) == "fg";
-              Image* img = s.channels == 1 ? &raw.alpha : s.channels == 4 ? &done.processed : fg ? &raw.fg : &done.comp;
-              const FrameOutput kind = s.channels == 1 ? FrameOutput::Matte : s.channels == 4 ? FrameOutput::Processed
-                                       : fg ? FrameOutput::Fg : FrameOutput::Comp;
-              const bool convert = (kind == FrameOutput::Processed && output_colorspace) ||
-                                   (kind == FrameOutput::Fg && fg_colorspace) || (kind == FrameOutput::Comp && comp_view);
-              Image converted;
-              if (convert && &output_image(kind, *img, raw, converted) == &converted) img = &converted;
+            // The public single-frame entry, as C++ hosts call it: the caller's arrays are read
+            // where they lie and the `out` arrays written in place (FrameRequest's views).
+            FrameRequest req;
+            req.matte = want & kMatte, req.fg = want & kFg, req.processed = want & kProcessed, req.comp = want & kComp;
+            for (auto& s : slots)
               if (!s.out.is_none()) {
-                copy_to_view(*img, view_of<MutableImageView>(s.out_array, s.out_layout, s.out_type, i));
-              } else if (batch) {
-                if (s.pixels.empty()) s.pixels.reserve(img->pixels.size() * static_cast<size_t>(pl.frames));
-                s.pixels.insert(s.pixels.end(), img->pixels.begin(), img->pixels.end());
+                const auto v = view_of<MutableImageView>(s.out_array, s.out_layout, s.out_type, i);
+                (s.channels == 1 ? req.matte_into : s.channels == 4 ? req.processed_into
+                                  : std::string(s.name) == "fg" ? req.fg_into : req.comp_into) = v;
+              }
+            FrameResult r;
+            try {
+              r = key_frame(*e.engine, nullptr, view_of<ImageView>(plate, pl, pt, i),
+                            hint ? view_of<ImageView>(*hint, *hl, ht, i) : ImageView{}, settings, req);
+            } catch (const Error&) {
+              if (!batch) throw;
+              rethrow_naming_frame(i);
+            }
+            // A batch is estimated once, as a clip is: its first frame's backing keys the rest.
+            settings.screen = r.backing;
+            for (auto& s : slots) {
+              if (!s.out.is_none()) continue;
+              Image& img = s.channels == 1 ? r.alpha : s.channels == 4 ? r.processed
+                           : std::string(s.name) == "fg" ? r.fg : r.comp;
+              if (batch) {
+                if (s.pixels.empty()) s.pixels.reserve(img.pixels.size() * static_cast<size_t>(pl.frames));
+                s.pixels.insert(s.pixels.end(), img.pixels.begin(), img.pixels.end());
               } else {
-                s.pixels = std::move(img->pixels);
+                s.pixels = std::move(img.pixels);
               }
             }
-            warnings.insert(warnings.end(), raw.warnings.begin(), raw.warnings.end());
-            last = std::move(raw);
+            const std::string frame = batch ? "plate[" + std::to_string(i) + "]: " : "";
+            for (const auto& w : r.warnings) warnings.push_back(frame + w);
+            last = std::move(r);
           }
           call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         }

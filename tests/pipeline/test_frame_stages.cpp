@@ -236,6 +236,14 @@ TEST_CASE("a repostable frame finishes as finish_frame does, its despeckle memo 
     CHECK(out.processed.pixels == fresh.processed.pixels);
     CHECK(out.comp.pixels == fresh.comp.pixels);
   }
+  // With the engine's settings: the same bits as post_settings of them on that backing.
+  EngineSettings es = e->settings();
+  es.despill_strength = 0.3;
+  FinishedFrame with_settings;
+  frame.finish(es, Screen::Green, true, true, with_settings);
+  const auto fresh = finish_frame(frame.raw(), post_settings(es, Screen::Green), true, true);
+  CHECK(with_settings.processed.pixels == fresh.processed.pixels);
+  CHECK(with_settings.comp.pixels == fresh.comp.pixels);
   frame.finish(post, false, true, out);  // an output not asked for is emptied
   CHECK(out.processed.empty());
   CHECK_FALSE(out.comp.empty());

@@ -266,7 +266,8 @@ TEST_CASE("one text setter: each key sets its own half, a half refuses the other
                                                    : "some/path";
     if (f.key == "device") v = "cuda:1";
     if (f.key == "edge_threshold_low" || f.key == "edge_threshold_high") v = "0.5";
-    if (f.key == "refiner_memory_budget_mb" || f.key == "tile_size" || f.key == "img_size") v = "512";
+    if (f.key == "refiner_memory_budget_mb" || f.key == "img_size") v = "512";
+    if (f.key == "tile_size") v = "256";
     if (f.key == "dma_buffers") v = "4";
     if (f.kind == OptionKind::Choice) {  // the first allowed name that is not the default
       const auto list = f.allowed.substr(f.allowed.find("of ") + 3);

@@ -174,10 +174,8 @@ Pixels Keying::tweak(const ClipEntry& c, int frame, const PostTweak& t, bool com
   timings["key_ms"] = ms_since(t0);
   timings["keyed"] = ran;  // false: post-processing only, no model
   t0 = Clock::now();
-  PostSettings ps = post_settings(with_post(cfg_.options.engine, t), k->frame.raw().backing);
-  ps.threads = single_frame_post_threads();
   std::lock_guard<std::mutex> l(k->m);
-  k->frame.finish(ps, /*processed=*/!comp, comp, k->out);
+  k->frame.finish(with_post(cfg_.options.engine, t), k->frame.raw().backing, /*processed=*/!comp, comp, k->out);
   timings["post_ms"] = ms_since(t0);
   t0 = Clock::now();
   Pixels p = views_.display(comp ? k->out.comp : k->out.processed, comp, v);

@@ -123,14 +123,6 @@ bool wants(const std::vector<OutputArg>& outs, FrameOutput k) {
   return std::any_of(outs.begin(), outs.end(), [&](const OutputArg& o) { return o.kind == k; });
 }
 
-/// Post-processing settings with every core: a repost is what a host waits for when a
-/// slider moves.
-PostSettings serve_post(const EngineSettings& o, Screen backing) {
-  PostSettings ps = post_settings(o, backing);
-  ps.threads = single_frame_post_threads();
-  return ps;
-}
-
 json timings_json(const StageTimings& t, double queue_ms) {
   return {{"queue_ms", queue_ms},          {"read_ms", t.read_ms},       {"preprocess_ms", t.preprocess_ms},
           {"encoder_ms", t.encoder_ms},    {"decoders_ms", t.decoders_ms}, {"refiner_ms", t.refiner_ms},
@@ -139,7 +131,7 @@ json timings_json(const StageTimings& t, double queue_ms) {
 }
 
 /// Post-processes what the outputs need and writes them; fills postprocess_ms / write_ms.
-json write_outputs(const CachedFrame& f, const PostSettings& ps, const std::vector<OutputArg>& outs,
+json write_outputs(const CachedFrame& f, const EngineSettings& post, Screen backing, const std::vector<OutputArg>& outs,
                    const std::string& compression, StageTimings& t, const std::string& method,
                    const std::function<bool()>& cancelled, FinishedFrame* scratch = nullptr) {
   const RawFrame& raw = f.frame.raw();
@@ -147,7 +139,7 @@ json write_outputs(const CachedFrame& f, const PostSettings& ps, const std::vect
   const bool want_p = wants(outs, FrameOutput::Processed), want_c = wants(outs, FrameOutput::Comp);
   FinishedFrame own;
   FinishedFrame& done = scratch ? *scratch : own;
-  f.frame.finish(ps, want_p, want_c, done);
+  f.frame.finish(post, backing, want_p, want_c, done);  // every core: a host waits on a repost
   t.postprocess_ms += ms_since(t0);
   if (cancelled()) throw RpcError(kCancelled, method + ": cancelled; no output written");
   t0 = Clock::now();
@@ -282,7 +274,6 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
     entry->model_id = s->id;
     entry->exr_compression = compression;
     const RawFrame& raw = entry->frame.raw();
-    const PostSettings ps = serve_post(post, raw.backing);
     StageTimings t = raw.timings;
     std::string frame_id = "f";
     frame_id += std::to_string(next_id_++);
@@ -292,7 +283,8 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
     const auto t_total = Clock::now();
     json written;
     try {
-      written = write_outputs(*entry, ps, outs, compression, t, method, [&] { return job.cancelled(); });
+      written = write_outputs(*entry, post, raw.backing, outs, compression, t, method,
+                              [&] { return job.cancelled(); });
     } catch (const std::exception& e) {
       json err = error_object(e);
       json data = err.contains("data") ? err["data"] : json::object();
@@ -337,7 +329,7 @@ json Server::frame_repost(const json& params) {
   std::string compression = param_string(params, "exr_compression", method, f->exr_compression);
   StageTimings t;
   std::unique_lock<std::mutex> scratch(repost_scratch_m_, std::try_to_lock);
-  json written = write_outputs(*f, serve_post(post, backing), outs, compression, t, method,
+  json written = write_outputs(*f, post, backing, outs, compression, t, method,
                                [] { return false; }, scratch.owns_lock() ? &repost_scratch_ : nullptr);
   t.total_ms = ms_since(t0);
   RawFrame shape;  // the result names the frame as frame.key did

@@ -122,6 +122,9 @@ struct FrameResult {
   StageTimings timings;
   MemoryStats memory;
   Screen backing = Screen::Green;     // the plate's backing, as asked or estimated (Auto)
+  bool swapped = false;    // green and blue swapped around the model (its backing is not the plate's)
+  bool linear = false;     // the plate was decoded as scene-linear (its colour space)
+  std::string checkpoint;  // the model that keyed it: the blue-screen model's for a blue plate
   std::vector<std::string> warnings;  // NaN samples cleaned, a hint resized, on_oom's steps ...
 };
 

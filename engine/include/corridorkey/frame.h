@@ -155,6 +155,9 @@ class CORRIDORKEY_API RepostableFrame {
   /// finish_frame(raw(), post, processed, comp) into `out` (its buffers reused where they fit),
   /// with the memo's despeckled alpha when `post` has its despeckle settings.
   void finish(const PostSettings& post, bool processed, bool comp, FinishedFrame& out) const;
+  /// The same with an engine's post-processing settings (despill, despeckle) on `backing`,
+  /// with single_frame_post_threads(): what serve's reposts and review's tweaks call.
+  void finish(const EngineSettings& settings, Screen backing, bool processed, bool comp, FinishedFrame& out) const;
   /// Bytes held: the raw planes (alpha, fg, hint) and one alpha plane for the memo.
   std::size_t bytes() const;
 

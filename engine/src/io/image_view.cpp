@@ -4,6 +4,7 @@
 #include <corridorkey/image.h>
 
 #include "io/half_float.h"
+#include "io/view_layout.h"
 
 #include <algorithm>
 #include <cmath>
@@ -187,3 +188,7 @@ void copy_to_view(const Image& im, const MutableImageView& v) {
 }
 
 CORRIDORKEY_NAMESPACE_END
+
+namespace corridorkey::io {
+bool samples_overlap(const ImageView& v) { return ::corridorkey::samples_overlap(v); }
+}  // namespace corridorkey::io

@@ -49,6 +49,13 @@ void RepostableFrame::finish(const PostSettings& post, bool processed, bool comp
   finish_frame(raw_, post, processed, comp, clean.get(), out);
 }
 
+void RepostableFrame::finish(const EngineSettings& settings, Screen backing, bool processed, bool comp,
+                             FinishedFrame& out) const {
+  PostSettings post = post_settings(settings, backing);
+  post.threads = single_frame_post_threads();
+  finish(post, processed, comp, out);
+}
+
 std::size_t RepostableFrame::bytes() const {
   return (2 * raw_.alpha.pixels.size() + raw_.fg.pixels.size() + raw_.hint.pixels.size()) * sizeof(float);
 }
