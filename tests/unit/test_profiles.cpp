@@ -259,7 +259,7 @@ TEST_CASE("one text setter: each key sets its own half, a half refuses the other
     // A value other than the default: the other spelling of a switch, else a value the row
     // accepts that differs (a number, a path).
     std::string v = f.is_switch ? (f.default_value == "true" ? "false" : "true")
-                    : f.kind == OptionKind::Integer ? "64"
+                    : f.kind == OptionKind::Integer ? (f.default_value == "64" ? "32" : "64")
                     : f.kind == OptionKind::Real ? "0.25"
                     : f.kind == OptionKind::Size ? "50%"
                     : f.kind == OptionKind::Choice ? ""
