@@ -282,23 +282,18 @@ TEST_CASE("one text setter: each key sets its own half, a half refuses the other
     }
     set_option(p, f.key, v, "test");
     REQUIRE(option_value(p, f.key) != f.default_value);
-    if (f.owner == OptionOwner::Model) {
-      CHECK(to_yaml(Profile{defaults.model, p.engine}) == to_yaml(defaults));  // engine half untouched
-      ModelOptions m;
-      set_option(m, f.key, v, "test");
-      CHECK(option_value(m, f.key) == option_value(p, f.key));
-      EngineSettings e;
-      CHECK_THROWS_WITH(set_option(e, f.key, v, "host"),
-                        Contains("host") && Contains("'" + f.key + "'") && Contains("model option"));
-    } else {
-      CHECK(to_yaml(Profile{p.model, defaults.engine}) == to_yaml(defaults));  // model half untouched
-      EngineSettings e;
-      set_option(e, f.key, v, "test");
-      CHECK(option_value(e, f.key) == option_value(p, f.key));
-      ModelOptions m;
-      CHECK_THROWS_WITH(set_option(m, f.key, v, "host"),
-                        Contains("host") && Contains("'" + f.key + "'") && Contains("engine setting"));
-    }
+    // The key's own half takes it alone; the other half refuses it, naming the half it is of.
+    auto check_halves = [&](auto own, auto other, const Profile& other_half_untouched, const char* kind) {
+      CHECK(to_yaml(other_half_untouched) == to_yaml(defaults));
+      set_option(own, f.key, v, "test");
+      CHECK(option_value(own, f.key) == option_value(p, f.key));
+      CHECK_THROWS_WITH(set_option(other, f.key, v, "host"),
+                        Contains("host") && Contains("'" + f.key + "'") && Contains(kind));
+    };
+    if (f.owner == OptionOwner::Model)
+      check_halves(ModelOptions{}, EngineSettings{}, Profile{defaults.model, p.engine}, "model option");
+    else
+      check_halves(EngineSettings{}, ModelOptions{}, Profile{p.model, defaults.engine}, "engine setting");
   }
   // A profile-scope set refuses run fields, as a profile file does, naming the known keys.
   Profile p;

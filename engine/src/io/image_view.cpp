@@ -43,25 +43,12 @@ bool samples_overlap(const V& v) {
   return false;
 }
 
-/// The view's layout is one the conversions can read or write: its size, then an
-/// interleaved view's rows as wide as a row (the check views always had), any other view's
-/// samples apart. `E` is the error type to throw.
-template <class E, class V>
-void check_layout(const V& v, const char* fn) {
-  const std::size_t row = static_cast<std::size_t>(v.width) * v.channels * v.bytes_per_sample();
-  if (v.interleaved())
-    CK_CHECK(v.stride() >= row, E, fn, ": row stride ", v.stride(), " bytes is smaller than a row");
-  else
-    CK_CHECK(!samples_overlap(v), E, fn, ": samples overlap in memory (strides in bytes: channel ",
-             v.channel_stride(), ", pixel ", v.pixel_stride(), ", row ", v.row_stride(), ")");
-}
-
 }  // namespace
 
 Image image_from_view(const ImageView& v) {
   CK_CHECK(v.data && v.width > 0 && v.height > 0 && v.channels > 0, IoError,
            "image_from_view: empty view (", v.width, "x", v.height, "x", v.channels, ")");
-  check_layout<IoError>(v, "image_from_view");
+  io::check_layout<IoError>(v, "image_from_view");
   const std::size_t n = static_cast<std::size_t>(v.width) * v.channels;
   Image im;
   im.width = v.width, im.height = v.height, im.channels = v.channels;
@@ -132,7 +119,7 @@ void copy_to_view(const Image& im, const MutableImageView& v) {
   CK_CHECK(v.width == im.width && v.height == im.height && v.channels == im.channels, ConfigError,
            "copy_to_view: the output view is ", v.width, "x", v.height, "x", v.channels,
            "; the image is ", im.width, "x", im.height, "x", im.channels);
-  check_layout<ConfigError>(v, "copy_to_view");
+  io::check_layout<ConfigError>(v, "copy_to_view");
   const std::size_t n = static_cast<std::size_t>(v.width) * v.channels;
   auto to8 = [](float f) {
     return static_cast<unsigned char>(std::lround(std::clamp(f, 0.f, 1.f) * 255.f));

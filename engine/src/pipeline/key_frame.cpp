@@ -101,14 +101,7 @@ Keyed key_one(BaseEngine& engine, BaseEngine* blue_engine, Image plate, Image hi
 Image from_view(const ImageView& v, const char* what) {
   CK_CHECK(v.data && v.width > 0 && v.height > 0 && v.channels > 0, IoError, what,
            ": empty image view (", v.width, "x", v.height, "x", v.channels, ")");
-  // Any strides (image.h): an interleaved view's rows must hold a row, any other view's
-  // samples must not share a byte.
-  if (v.interleaved())
-    CK_CHECK(v.stride() >= static_cast<std::size_t>(v.width) * v.channels * v.bytes_per_sample(), IoError,
-             what, ": row stride ", v.stride(), " bytes is smaller than a row");
-  else
-    CK_CHECK(!io::samples_overlap(v), IoError, what, ": samples overlap in memory (strides in bytes: channel ",
-             v.channel_stride(), ", pixel ", v.pixel_stride(), ", row ", v.row_stride(), ")");
+  io::check_layout<IoError>(v, what);  // any strides (image.h), checked before the model runs
   return image_from_view(v);
 }
 
@@ -121,14 +114,7 @@ void check_into(const MutableImageView& v, bool asked, int channels, const Image
   CK_CHECK(v.width == plate.width && v.height == plate.height && v.channels == channels, ConfigError,
            "process_frame: the ", what, " buffer is ", v.width, "x", v.height, "x", v.channels,
            "; the plate needs ", plate.width, "x", plate.height, "x", channels);
-  if (v.interleaved())
-    CK_CHECK(v.stride() >= static_cast<std::size_t>(v.width) * v.channels * v.bytes_per_sample(),
-             ConfigError, "process_frame: the ", what, " buffer's row stride ", v.stride(),
-             " bytes is smaller than a row");
-  else
-    CK_CHECK(!io::samples_overlap(v.view()), ConfigError, "process_frame: the ", what,
-             " buffer's samples overlap in memory (strides in bytes: channel ", v.channel_stride(), ", pixel ",
-             v.pixel_stride(), ", row ", v.row_stride(), ")");
+  io::check_layout<ConfigError>(v, std::string("process_frame: the ") + what + " buffer");
 }
 
 /// An output in its colour space into the host's view (then the result's image is dropped),

@@ -43,9 +43,10 @@ ModelOptions resolved_request(const ModelOptions& o) {
 /// The fields of the option table that shape the weights (OptionInfo::in_model_key), in
 /// table order, then the random weights' architecture and seed.
 std::string key_of(const ModelOptions& r) {
+  const Profile p{r, {}};  // the table reads a Profile: one copy for every field
   std::string k;
   for (const auto& f : engine_option_fields())
-    if (f.in_model_key) k += (k.empty() ? "" : ";") + f.key + "=" + option_value(r, f.key);
+    if (f.in_model_key) k += (k.empty() ? "" : ";") + f.key + "=" + option_value(p, f.key);
   if (r.checkpoint.empty() && !r.random_weights_arch.empty())
     k += ";random_weights=" + r.random_weights_arch + "/" + std::to_string(r.random_weights_seed);
   return k;
