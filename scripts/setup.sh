@@ -24,6 +24,7 @@ NANOBIND_VERSION=3.1.0     # the Python module's bindings (python/)
 SKBUILD_VERSION=1.1.2      # ... and its build backend, scikit-build-core
 PYTEST_VERSION=9.2.0       # the Python module's tests (tests/python)
 OIIO_PY_VERSION=3.2.2.0    # tools/examples: a LogC3 EXR read and the matte written with PyPI's openimageio
+OPENVINO_VERSION=2026.4.1   # bench's reference-openvino rows: the strongest CPU runtime a user could pick
 PLAYWRIGHT_VERSION=1.65.3  # tests: `review` in a real browser (Debian's chromium; Playwright's own browser download is not used)
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -83,6 +84,10 @@ fi
 if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('playwright') != '$PLAYWRIGHT_VERSION')" >/dev/null 2>&1; then
   log "installing playwright $PLAYWRIGHT_VERSION into the venv (review tests; runs Debian's chromium)"
   "$venv/bin/pip" install -q "playwright==$PLAYWRIGHT_VERSION"
+fi
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('openvino') != '$OPENVINO_VERSION')" >/dev/null 2>&1; then
+  log "installing openvino $OPENVINO_VERSION into the venv (bench --profile reference-openvino)"
+  "$venv/bin/pip" install -q "openvino==$OPENVINO_VERSION"
 fi
 if ! "$venv/bin/openjd" --version >/dev/null 2>&1; then
   log "installing openjd-cli $OPENJD_VERSION into the venv"
