@@ -24,6 +24,7 @@ NANOBIND_VERSION=3.1.0     # the Python module's bindings (python/)
 SKBUILD_VERSION=1.1.2      # ... and its build backend, scikit-build-core
 PYTEST_VERSION=9.2.0       # the Python module's tests (tests/python)
 OIIO_PY_VERSION=3.2.2.0    # tools/examples: a LogC3 EXR read and the matte written with PyPI's openimageio
+OPENEXR_PY_VERSION=3.5.3   # tests: plates written and outputs read back by OpenEXR's own Python package
 OPENVINO_VERSION=2026.4.1   # bench's reference-openvino rows: the strongest CPU runtime a user could pick
 PLAYWRIGHT_VERSION=1.65.3  # tests: `review` in a real browser (Debian's chromium; Playwright's own browser download is not used)
 
@@ -96,11 +97,11 @@ fi
 if ! "$venv/bin/python" -c "
 import importlib.metadata as m, sys
 want = {'nanobind': '$NANOBIND_VERSION', 'scikit_build_core': '$SKBUILD_VERSION', 'pytest': '$PYTEST_VERSION',
-        'openimageio': '$OIIO_PY_VERSION'}
+        'openimageio': '$OIIO_PY_VERSION', 'openexr': '$OPENEXR_PY_VERSION'}
 sys.exit(any(m.version(k) != v for k, v in want.items()))" >/dev/null 2>&1; then
-  log "installing nanobind, scikit-build-core, pytest and openimageio into the venv (the Python module)"
+  log "installing nanobind, scikit-build-core, pytest, openimageio and openexr into the venv (the Python module)"
   "$venv/bin/pip" install -q "nanobind==$NANOBIND_VERSION" "scikit-build-core==$SKBUILD_VERSION" \
-      "pytest==$PYTEST_VERSION" "openimageio==$OIIO_PY_VERSION"
+      "pytest==$PYTEST_VERSION" "openimageio==$OIIO_PY_VERSION" "openexr==$OPENEXR_PY_VERSION"
 fi
 log "venv ok: $("$venv/bin/python" -c 'import torch,timm;print("torch",torch.__version__,"cuda",torch.version.cuda,"timm",timm.__version__)')"
 

@@ -281,6 +281,8 @@ struct InferenceOptions {
   /// Empty: outputs in <clip>/Output/. Set: in <output_root>/<clip name>/ instead.
   std::string output_root;
   bool fg = true, matte = true, comp = true, processed = true;  // `outputs`
+  /// `outputs` layered: Layered/<stem>.exr, one EXR with Processed, FG and matte as layers.
+  bool layered = false;
   std::string exr_compression = "pxr24";
   std::string comp_format = "png";   // png | exr
   std::string frames;                // "A-B[,C-D]", 1-based inclusive; empty = all

@@ -11,13 +11,13 @@ namespace {
 using O = InferenceOptions;
 constexpr auto I = OptionScope::Inference;
 
-/// `outputs`: a comma-separated subset of fg, matte, comp, processed.
+/// `outputs`: a comma-separated subset of fg, matte, comp, processed, layered.
 Field<O> outputs_row() {
   Field<O> f;
-  f.info = {"outputs", I, "comma-separated subset of fg,matte,comp,processed",
-            "a comma-separated subset of fg, matte, comp, processed", "", false, {}, {}};
+  f.info = {"outputs", I, "comma-separated subset of fg,matte,comp,processed,layered",
+            "a comma-separated subset of fg, matte, comp, processed, layered", "", false, {}, {}};
   f.parse = [](O& o, const std::string& v) {
-    bool fg = false, matte = false, comp = false, processed = false;
+    bool fg = false, matte = false, comp = false, processed = false, layered = false;
     std::stringstream ss(v);
     ss.imbue(std::locale::classic());  // numbers in every locale
     for (std::string s; std::getline(ss, s, ',');) {
@@ -25,16 +25,17 @@ Field<O> outputs_row() {
       else if (s == "matte") matte = true;
       else if (s == "comp") comp = true;
       else if (s == "processed") processed = true;
+      else if (s == "layered") layered = true;
       else return false;
     }
-    if (!(fg || matte || comp || processed)) return false;
-    o.fg = fg, o.matte = matte, o.comp = comp, o.processed = processed;
+    if (!(fg || matte || comp || processed || layered)) return false;
+    o.fg = fg, o.matte = matte, o.comp = comp, o.processed = processed, o.layered = layered;
     return true;
   };
   f.format = [](const O& o) {
     std::string s;
     for (auto [on, name] : {std::pair{o.fg, "fg"}, {o.matte, "matte"}, {o.comp, "comp"},
-                            {o.processed, "processed"}}) {
+                            {o.processed, "processed"}, {o.layered, "layered"}}) {
       if (!on) continue;
       if (!s.empty()) s.push_back(',');
       s.append(name);

@@ -92,8 +92,8 @@ std::string inference_option_value(const InferenceOptions& o, const std::string&
 }
 
 void validate_inference_options(const InferenceOptions& o, const std::string& source) {
-  CK_CHECK(o.fg || o.matte || o.comp || o.processed, ConfigError, source,
-           ": key 'outputs': select at least one of fg, matte, comp, processed");
+  CK_CHECK(o.fg || o.matte || o.comp || o.processed || o.layered, ConfigError, source,
+           ": key 'outputs': select at least one of fg, matte, comp, processed, layered");
   CK_CHECK(o.read_workers >= 1 && o.write_workers >= 1, ConfigError, source,
            ": read_workers / write_workers must be >= 1");
   // A video is encoded from its image sequence, so the sequence must be among the outputs.

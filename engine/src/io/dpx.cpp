@@ -1,12 +1,18 @@
 #include "io/dpx.h"
 
+#include "io/exr_attributes.h"
 #include "io/image_integrity.h"
 
 #include <corridorkey/check.h>
 
+#include <ImfFloatAttribute.h>
+#include <ImfFramesPerSecond.h>
+#include <ImfRationalAttribute.h>
+#include <ImfTimeCodeAttribute.h>
 #include <OpenImageIO/imageio.h>
 
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -71,7 +77,34 @@ std::optional<DpxHeader> read_dpx_header(const std::string& path) {
   }
 }
 
-Image read_dpx(const std::string& path) {
+namespace {
+
+/// The DPX header's timecode, frame rate and pixel aspect as the EXR attributes an output
+/// carries (timeCode, framesPerSecond, pixelAspectRatio); null when it has none.
+std::shared_ptr<const PlateMetadata> dpx_metadata(const OIIO::ImageSpec& spec) {
+  auto a = std::make_shared<ExrAttributes>();
+  // smpte:TimeCode is the SMPTE 12M packed time and user bits, the layout Imf::TimeCode
+  // takes (01:00:00:01 is 0x01000001 in both).
+  if (const auto* tc = spec.find_attribute("smpte:TimeCode", OIIO::TypeTimeCode)) {
+    const auto* v = static_cast<const unsigned int*>(tc->data());
+    a->list.emplace_back("timeCode", std::make_shared<const Imf::TimeCodeAttribute>(Imf::TimeCode(v[0], v[1])));
+  }
+  const float fps = spec.get_float_attribute("dpx:FrameRate", spec.get_float_attribute("FramesPerSecond", 0.f));
+  if (fps > 0 && std::isfinite(fps))
+    a->list.emplace_back("framesPerSecond", std::make_shared<const Imf::RationalAttribute>(Imf::guessExactFps(fps)));
+  const float par = spec.get_float_attribute("PixelAspectRatio", 0.f);
+  if (par > 0 && std::isfinite(par) && par != 1.f)
+    a->list.emplace_back("pixelAspectRatio", std::make_shared<const Imf::FloatAttribute>(par));
+  if (a->list.empty()) return nullptr;
+  auto m = std::make_shared<PlateMetadata>();
+  m->display = m->frame = PixelBox{0, 0, spec.width - 1, spec.height - 1};
+  m->attributes = std::move(a);
+  return m;
+}
+
+}  // namespace
+
+Image read_dpx(const std::string& path, std::shared_ptr<const PlateMetadata>* metadata) {
   {  // OIIO returns what it has of a DPX cut in its pixel data, without an error: told here.
     std::ifstream f(path, std::ios::binary);
     std::vector<uint8_t> header(kElement + 40);
@@ -99,6 +132,7 @@ Image read_dpx(const std::string& path) {
   const bool ok = in->read_image(0, 0, 0, im.channels, OIIO::TypeDesc::FLOAT, im.pixels.data());
   // has_error: a reader may log a failure (a short read) and still return true.
   CK_CHECK(ok && !in->has_error(), IoError, path, ": cannot decode DPX (OpenImageIO: ", in->geterror(), ")");
+  if (metadata) *metadata = dpx_metadata(spec);
   in->close();
   return im;
 }

@@ -6,6 +6,9 @@
 #include <corridorkey/image.h>
 
 #include "io/image_header.h"
+#include "io/plate_metadata.h"
+
+#include <memory>
 
 #include <optional>
 #include <string>
@@ -25,7 +28,8 @@ bool has_dpx_magic(const std::string& path);
 std::optional<DpxHeader> read_dpx_header(const std::string& path);
 /// Decodes a DPX through OpenImageIO as float (integer codes / (2^bits - 1)); RGB or RGBA
 /// (a luma file: 1 channel). The caller checks the header's size first. IoError naming the
-/// file and OpenImageIO's message.
-Image read_dpx(const std::string& path);
+/// file and OpenImageIO's message. `metadata`, when given, gets what the header carries to
+/// EXR outputs: timecode, frame rate and pixel aspect (null when it has none of them).
+Image read_dpx(const std::string& path, std::shared_ptr<const PlateMetadata>* metadata = nullptr);
 
 }  // namespace corridorkey::io

@@ -4,6 +4,7 @@
 
 #include "io/deep_video.h"
 #include "io/dpx.h"
+#include "io/exr_attributes.h"
 #include "io/image_integrity.h"
 #include "io/jpeg_check.h"
 
@@ -108,12 +109,29 @@ std::vector<std::string> exr_channels(const Imf::ChannelList& cl, const std::str
   return {};
 }
 
-Image read_exr(const std::string& path) {
+/// `metadata` null: the display window, as hints are read. Else (a plate) the data window
+/// together with the display window, and what the header carries to the outputs.
+Image read_exr(const std::string& path, std::shared_ptr<const PlateMetadata>* metadata, int64_t max_pixels) {
   try {
     Imf::InputFile file(path.c_str());
     const auto& header = file.header();
     const auto dw = header.dataWindow();
     const int w = dw.max.x - dw.min.x + 1, h = dw.max.y - dw.min.y + 1;
+    const auto disp_window = header.displayWindow();
+    Imath::Box2i frame = disp_window;
+    if (metadata) {
+      frame.extendBy(dw);
+      // A data window far off the display window makes their union huge though each is
+      // small: refused like any frame over the pixel limit, before it is allocated.
+      const int64_t fw = int64_t{frame.max.x} - frame.min.x + 1, fh = int64_t{frame.max.y} - frame.min.y + 1;
+      CK_CHECK(fw * fh <= max_pixels, IoError, path, ": its data and display windows together span ", fw, "x",
+               fh, " pixels, over the limit of ", max_pixels, " (--max-pixels)");
+      auto m = std::make_shared<PlateMetadata>();
+      m->display = PixelBox{disp_window.min.x, disp_window.min.y, disp_window.max.x, disp_window.max.y};
+      m->frame = PixelBox{frame.min.x, frame.min.y, frame.max.x, frame.max.y};
+      m->attributes = carried_attributes(header);
+      *metadata = std::move(m);
+    }
     const auto names = exr_channels(header.channels(), path);
     CK_CHECK(!names.empty(), IoError, path, ": EXR has no channels");
     Image im;
@@ -129,12 +147,13 @@ Image read_exr(const std::string& path) {
       fb.insert(names[c], Imf::Slice::Make(Imf::FLOAT, im.pixels.data() + c, dw, xs, ys));
     file.setFrameBuffer(fb);
     file.readPixels(dw.min.y, dw.max.y);
-    const auto disp = header.displayWindow();
+    const auto disp = frame;
     if (disp == dw) return im;
-    // The frame is the display window, as compositing apps read it: pixels of the data
-    // window outside it (overscan) are dropped, display pixels without data are 0. Keying
-    // the data window as the frame put an offset plate's matte 50,30 px off in comp, and
-    // stretched a display-size hint over an overscan plate.
+    // A hint's frame is the display window, as compositing apps read it: pixels of the data
+    // window outside it (overscan) are dropped, display pixels without data are 0. A plate's
+    // is the union of both windows: overscan is keyed, and its outputs keep the windows, so
+    // nothing shifts in comp (an offset plate keyed at 0,0 once came back 50,30 px off).
+    // prepare_frame places a display-size hint on the display window, never stretched.
     Image out;
     out.width = disp.max.x - disp.min.x + 1;
     out.height = disp.max.y - disp.min.y + 1;
@@ -292,7 +311,18 @@ Image read_image(const std::string& path, const DecodeLimits& limits) {
   const auto e = lower_ext(path);
   check_image_size(path, limits);  // before any pixel memory is allocated
   if (e == ".dpx" || has_dpx_magic(path)) return read_dpx(path);
-  return e == ".exr" ? read_exr(path) : read_cv(path);
+  return e == ".exr" ? read_exr(path, nullptr, limits.max_pixels) : read_cv(path);
+}
+
+Image read_plate(const std::string& path, const DecodeLimits& limits,
+                 std::shared_ptr<const PlateMetadata>& metadata) {
+  metadata = nullptr;
+  const auto why = not_a_file(path);
+  CK_CHECK(why.empty(), IoError, path, ": ", why);
+  const auto e = lower_ext(path);
+  check_image_size(path, limits);
+  if (e == ".dpx" || has_dpx_magic(path)) return read_dpx(path, &metadata);
+  return e == ".exr" ? read_exr(path, &metadata, limits.max_pixels) : read_cv(path);
 }
 
 ExrCompression parse_exr_compression(const std::string& n) {
@@ -353,12 +383,35 @@ ColourHints read_colour_hints(const std::string& path) {
 }
 
 void write_exr(const std::string& path, const Image& im, const std::string& names,
-               ExrCompression compression, const double* chromaticities) {
+               ExrCompression compression, const double* chromaticities, const PlateMetadata* plate) {
   CK_CHECK(static_cast<int>(names.size()) == im.channels, IoError, path, ": ", im.channels,
            " channels but names '", names, "'");
+  std::vector<std::string> channels;
+  for (char c : names) channels.emplace_back(1, c);
+  write_exr_layers(path, {{&im, channels}}, compression, chromaticities, plate);
+}
+
+void write_exr_layers(const std::string& path, const std::vector<ExrLayer>& layers, ExrCompression compression,
+                      const double* chromaticities, const PlateMetadata* plate) {
+  CK_CHECK(!layers.empty() && layers[0].image, IoError, path, ": no channels to write");
+  const Image& first = *layers[0].image;
+  for (const auto& l : layers)
+    CK_CHECK(l.image && static_cast<int>(l.names.size()) == l.image->channels && l.image->width == first.width &&
+                 l.image->height == first.height,
+             IoError, path, ": layers of different sizes or channel counts than their names");
+  if (plate)
+    CK_CHECK(plate->frame.width() == first.width && plate->frame.height() == first.height, IoError, path,
+             ": the image is ", first.width, "x", first.height, " but the plate's keyed frame is ",
+             plate->frame.width(), "x", plate->frame.height());
   atomic_write(path, [&](const std::string& tmp) {
     try {
-      Imf::Header header(im.width, im.height);
+      Imf::Header header(first.width, first.height);
+      if (plate) {
+        const auto box = [](const PixelBox& b) { return Imath::Box2i({b.x0, b.y0}, {b.x1, b.y1}); };
+        header.displayWindow() = box(plate->display);
+        header.dataWindow() = box(plate->frame);
+        if (plate->attributes) add_attributes(*plate->attributes, header);
+      }
       header.compression() = static_cast<Imf::Compression>([&] {
         switch (compression) {
           case ExrCompression::None: return Imf::NO_COMPRESSION;
@@ -377,18 +430,25 @@ void write_exr(const std::string& path, const Image& im, const std::string& name
         auto v = [](double x, double y) { return Imath::V2f(static_cast<float>(x), static_cast<float>(y)); };
         Imf::addChromaticities(header, Imf::Chromaticities(v(c[0], c[1]), v(c[2], c[3]), v(c[4], c[5]), v(c[6], c[7])));
       }
-      std::vector<Imath::half> buf(im.pixels.size());
-      for (size_t i = 0; i < buf.size(); ++i) buf[i] = Imath::half(im.pixels[i]);
+      std::vector<std::vector<Imath::half>> bufs(layers.size());
       Imf::FrameBuffer fb;
-      const size_t xs = sizeof(Imath::half) * im.channels, ys = xs * im.width;
-      for (int c = 0; c < im.channels; ++c) {
-        const std::string n(1, names[c]);
-        header.channels().insert(n, Imf::Channel(Imf::HALF));
-        fb.insert(n, Imf::Slice(Imf::HALF, reinterpret_cast<char*>(buf.data()) + c * sizeof(Imath::half), xs, ys));
+      const auto dw = header.dataWindow();
+      for (size_t k = 0; k < layers.size(); ++k) {
+        const Image& im = *layers[k].image;
+        auto& buf = bufs[k];
+        buf.resize(im.pixels.size());
+        for (size_t i = 0; i < buf.size(); ++i) buf[i] = Imath::half(im.pixels[i]);
+        const size_t xs = sizeof(Imath::half) * im.channels, ys = xs * im.width;
+        for (int c = 0; c < im.channels; ++c) {
+          const std::string& n = layers[k].names[static_cast<size_t>(c)];
+          header.channels().insert(n, Imf::Channel(Imf::HALF));
+          // Make: the pointer shifted by the data window's origin in integer arithmetic.
+          fb.insert(n, Imf::Slice::Make(Imf::HALF, buf.data() + c, dw, xs, ys));
+        }
       }
       Imf::OutputFile out(tmp.c_str(), header);
       out.setFrameBuffer(fb);
-      out.writePixels(im.height);
+      out.writePixels(first.height);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 
 #include "io/decode_budget.h"
 #include "io/image_header.h"
+#include "io/plate_metadata.h"
 #include "io/temp_files.h"
 
 #include <array>
@@ -45,9 +46,22 @@ int ensure_exr_threads(int threads);
 
 /// Writes half-float EXR. Channel names from `names` ("RGB", "Y", "RGBA"); one char each.
 /// `chromaticities` (rx ry gx gy bx by wx wy), when given, becomes the `chromaticities`
-/// attribute. Atomic: written to a temporary file in the same folder, then renamed.
+/// attribute. `plate`, when given, sets the display and data windows (the image is the
+/// plate's keyed frame) and adds the plate's attributes (plate_metadata.h); null writes the
+/// header as a plate without metadata gets it. Atomic: written to a temporary file in the
+/// same folder, then renamed.
 void write_exr(const std::string& path, const Image& image, const std::string& names,
-               ExrCompression compression, const double* chromaticities = nullptr);
+               ExrCompression compression, const double* chromaticities = nullptr,
+               const PlateMetadata* plate = nullptr);
+
+/// One image's channels in a multi-channel EXR: names[c] is channel c's full name ("FG.R").
+struct ExrLayer {
+  const Image* image = nullptr;
+  std::vector<std::string> names;
+};
+/// The same for several images of one size in one single-part EXR (the layered output).
+void write_exr_layers(const std::string& path, const std::vector<ExrLayer>& layers, ExrCompression compression,
+                      const double* chromaticities = nullptr, const PlateMetadata* plate = nullptr);
 
 /// What a frame's header says about its colour (--input-colorspace auto): an EXR's
 /// `chromaticities` and `acesImageContainerFlag`, a DPX's transfer characteristic. Reads

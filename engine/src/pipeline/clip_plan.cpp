@@ -235,13 +235,16 @@ io::ImageSize header_size(const std::string& file) {
 }
 
 void check_shapes_from_headers(const std::string& plate, const std::string& hint) {
+  // An overscan plate's hint is the size of its display or its data window, which
+  // prepare_frame checks exactly once the plate is read (the header's size is the display's).
+  if (io::has_overscan(plate)) return;
   const auto a = header_size(plate), b = header_size(hint);
   check_aspect(plate, a.width, a.height, b.width, b.height);
 }
 
 std::vector<std::string> FrameOutputs::all() const {
   std::vector<std::string> v;
-  for (const auto* p : {&fg, &matte, &processed, &comp})
+  for (const auto* p : {&fg, &matte, &processed, &comp, &layered})
     if (!p->empty()) v.push_back(*p);
   return v;
 }
@@ -252,6 +255,7 @@ FrameOutputs outputs_for(const ClipPlan& p, const InferenceOptions& job, const s
   if (job.matte) o.matte = (p.out / "Matte" / (stem + ".exr")).string();
   if (job.processed) o.processed = (p.out / "Processed" / (stem + ".exr")).string();
   if (job.comp) o.comp = (p.out / "Comp" / (stem + "." + job.comp_format)).string();
+  if (job.layered) o.layered = (p.out / "Layered" / (stem + ".exr")).string();
   return o;
 }
 
@@ -317,6 +321,7 @@ void make_output_folders(ClipPlan& p, const InferenceOptions& job, Plan& plan, b
                                                  {p.out / "Matte", job.matte},
                                                  {p.out / "Processed", job.processed},
                                                  {p.out / "Comp", job.comp},
+                                                 {p.out / "Layered", job.layered},
                                                  {p.out, true}};  // p.out: videos
   if (p.generate_hint) dirs.emplace_back(p.out / "AlphaHint", true);
   for (const auto& [d, wanted] : dirs) {

@@ -51,7 +51,7 @@ struct ClipPlan {
 
 /// The selected outputs of one frame (empty string = not selected).
 struct FrameOutputs {
-  std::string fg, matte, processed, comp;
+  std::string fg, matte, processed, comp, layered;
   std::vector<std::string> all() const;
 };
 FrameOutputs outputs_for(const ClipPlan& plan, const InferenceOptions& job,

@@ -3,10 +3,12 @@
 
 #include <corridorkey/engine.h>
 
+#include "io/plate_metadata.h"
 #include "pipeline/dma_ring.h"
 
 #include <torch/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,8 @@ struct ReadItem {
   StageTimings timings;   // read_ms, preprocess_ms
   std::string error;      // non-empty: the frame failed before inference
   std::vector<std::string> warnings;
+  /// What the plate's header carries to its EXR outputs; null: nothing (a PNG plate).
+  std::shared_ptr<const io::PlateMetadata> plate;
 
   static ReadItem failed(size_t clip, int index, std::string stem, std::string file,
                          std::string error) {

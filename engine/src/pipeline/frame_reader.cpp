@@ -11,9 +11,12 @@ namespace corridorkey::pipeline {
 using timing::Clock;
 using timing::ms_since;
 
-ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
-                              const std::string& file, double read_ms) const {
-  return prepare_frame(plans_[ci], ci, index, std::move(plate), std::move(hint), file, read_ms);
+ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint, const std::string& file,
+                              double read_ms, std::shared_ptr<const io::PlateMetadata> meta) const {
+  auto it = prepare_frame(plans_[ci], ci, index, std::move(plate), std::move(hint), file, read_ms, nullptr,
+                          torch::kCPU, meta.get());
+  it.plate = std::move(meta);
+  return it;
 }
 
 ReadItem FrameReader::read_frame(size_t ci, int index) const {
@@ -21,10 +24,13 @@ ReadItem FrameReader::read_frame(size_t ci, int index) const {
   const auto& file = p.clip.input.frames[index];
   try {
     const auto t = Clock::now();
-    if (!p.generate_hint) check_shapes_from_headers(file, p.clip.hint.frames[index]);
-    Image plate = io::read_image(file, limits_);
+    std::shared_ptr<const io::PlateMetadata> meta;
+    Image plate = io::read_plate(file, limits_, meta);
+    // An overscan plate's hint is the size of its display or its data window, checked exactly
+    // in prepare_frame; the aspect check of the headers (the display window's) is for the others.
+    if (!p.generate_hint && !(meta && meta->overscan())) check_shapes_from_headers(file, p.clip.hint.frames[index]);
     Image hint = p.generate_hint ? Image{} : io::read_image(p.clip.hint.frames[index], limits_);
-    return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t));
+    return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t), std::move(meta));
   } catch (const std::exception& e) {
     return ReadItem::failed(ci, index, p.stems[index], file, e.what());
   }
@@ -44,11 +50,14 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
     sink(ReadItem::failed(ci, first, p.stems[first], p.clip.root, e.what()));
     return;
   }
+  // A video's frame rate goes to every EXR output (framesPerSecond).
+  const auto video_meta = vin ? io::video_metadata(vin->width(), vin->height(), vin->fps()) : nullptr;
   size_t k = 0;
   for (int i = 0; k < p.frames.size() && !stopping(); ++i) {
     const auto t = Clock::now();
     const bool wanted = i == p.frames[k];
     Image plate, hint;
+    std::shared_ptr<const io::PlateMetadata> meta = video_meta;
     const std::string file =
         vin ? p.clip.input.video + "#" + std::to_string(i) : p.clip.input.frames[i];
     std::string err;
@@ -70,7 +79,7 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
         frame_file([&] {
           const auto a = header_size(file);
           if (vhint) check_aspect(file, a.width, a.height, vhint->width(), vhint->height());
-          plate = io::read_image(file, limits_);
+          plate = io::read_plate(file, limits_, meta);
         });
       }
       if (vhint) {
@@ -91,7 +100,7 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
     ReadItem it;
     if (err.empty()) {
       try {
-        it = prepare(ci, i, std::move(plate), std::move(hint), file, ms_since(t));
+        it = prepare(ci, i, std::move(plate), std::move(hint), file, ms_since(t), std::move(meta));
       } catch (const std::exception& e) {
         err = e.what();
       }

@@ -79,6 +79,36 @@ std::string hint_source(const ClipPlan& p, int index) {
   return p.clip.hint.frames[static_cast<size_t>(index)];
 }
 
+/// An overscan plate's hint (plate: decoded, negatives clamped): one the size of the data
+/// window (the keyed frame) as it is; one the size of the display window placed on it, the
+/// overscan around it generated as a missing hint is. Resizing a display-size hint to the
+/// frame would stretch it over the overscan, the matte then off by up to the overscan's
+/// width at the edges: refused, as is any other size.
+Image overscan_hint(const ClipPlan& p, const Image& plate, const Image& hint, const io::PlateMetadata& m,
+                    const std::string& hint_file, const std::string& file, std::vector<std::string>& warnings) {
+  if (hint.width == plate.width && hint.height == plate.height) return hint;
+  CK_CHECK(hint.width == m.display.width() && hint.height == m.display.height(), IoError, hint_file, ": hint is ",
+           hint.width, "x", hint.height, ", but the plate ", file, " has a ", m.display.width(), "x",
+           m.display.height(), " display window in a ", plate.width, "x", plate.height,
+           " keyed frame (overscan): a hint must be the size of one of them");
+  Image srgb = plate;
+  if (p.linear) post::linear_to_srgb_inplace(srgb.pixels.data(), srgb.pixels.size());
+  Image out = chroma_hint(srgb.view(), p.screen, p.hint_options);
+  for (auto& v : out.pixels) v = static_cast<float>(std::lround(v * 255.f)) / 255.f;
+  // The given hint as one channel, as the model's input takes it (hint_to_tensor).
+  std::string note;
+  const auto one = detail::rethrow_torch(hint_file + ": hint", [&] {
+    return detail::hint_to_tensor(hint.view(), &note).contiguous();
+  });
+  if (!note.empty()) warnings.push_back(note);
+  const float* src = one.data_ptr<float>();
+  const int ox = m.display.x0 - m.frame.x0, oy = m.display.y0 - m.frame.y0;
+  for (int y = 0; y < hint.height; ++y)
+    std::copy(src + static_cast<size_t>(y) * hint.width, src + static_cast<size_t>(y + 1) * hint.width,
+              out.pixels.begin() + (static_cast<ptrdiff_t>(y + oy) * out.width + ox));
+  return out;
+}
+
 }  // namespace
 
 ScreenEstimate decide_screen(const std::function<std::vector<Image>()>& plates,
@@ -133,7 +163,7 @@ ModelChoice choose_model(BaseEngine& main, const std::function<BaseEngine*()>& b
 
 ReadItem prepare_frame(const ClipPlan& p, size_t ci, int index, Image plate, Image hint,
                        const std::string& file, double read_ms, Image* generated_hint,
-                       const torch::Device& device) {
+                       const torch::Device& device, const io::PlateMetadata* plate_meta) {
   ReadItem it;
   it.clip = ci;
   it.index = index;
@@ -163,6 +193,8 @@ ReadItem prepare_frame(const ClipPlan& p, size_t ci, int index, Image plate, Ima
   if (p.generate_hint) {
     hint = generate_hint(p, plate, it.stem, file);
     if (generated_hint) *generated_hint = hint;
+  } else if (plate_meta && plate_meta->overscan()) {
+    hint = overscan_hint(p, plate, hint, *plate_meta, hint_source(p, index), file, it.warnings);
   }
   if (p.swap_gb) swap_green_blue(plate);  // after the hint: it keys the plate as shot
   const double ar_p = static_cast<double>(plate.width) / plate.height;

@@ -67,10 +67,13 @@ ModelChoice choose_model(BaseEngine& main, const std::function<BaseEngine*()>& b
 /// RGB, decoded, negatives clamped, the hint generated (and written to <out>/AlphaHint/ when
 /// the plan has an output folder; copied to *generated_hint when given), green and blue
 /// swapped, both resized to the model's size on `device` (the pipeline's readers: the CPU).
-/// Throws IoError naming `file`.
+/// `plate_meta`: an overscan plate's (read_plate) places a display-size hint on its display
+/// window, the overscan getting a generated hint. Throws IoError naming `file`, or the hint
+/// file when an overscan plate's hint is the size of neither window.
 ReadItem prepare_frame(const ClipPlan& plan, size_t clip, int index, Image plate, Image hint,
                        const std::string& file, double read_ms, Image* generated_hint = nullptr,
-                       const torch::Device& device = torch::kCPU);
+                       const torch::Device& device = torch::kCPU,
+                       const io::PlateMetadata* plate_meta = nullptr);
 
 /// The engine's model on a prepared input: moved to its device (pinned, asynchronously, to
 /// CUDA), run, its outputs checked finite (ModelError naming `what`). Fills the timings of

@@ -6,7 +6,10 @@
 #include <corridorkey/frame.h>
 #include <corridorkey/options.h>
 
+#include "io/plate_metadata.h"
 #include "pipeline/clip_plan.h"
+
+#include <memory>
 
 namespace corridorkey::pipeline {
 
@@ -18,9 +21,11 @@ class FrameWriter {
       : job_(job), post_(post_settings(engine, Screen::Green)) {}
 
   /// Writes one frame from its model-resolution alpha / fg; fills postprocess_ms and
-  /// write_ms. Throws IoError naming the file that could not be written.
+  /// write_ms. `plate`: what the plate's header carries to the EXR outputs (null: nothing).
+  /// Throws IoError naming the file that could not be written.
   void write(const ClipPlan& plan, const std::string& stem, int width, int height,
-             const Image& alpha_model, const Image& fg_model, StageTimings& timings) const;
+             const Image& alpha_model, const Image& fg_model, StageTimings& timings,
+             std::shared_ptr<const io::PlateMetadata> plate = nullptr) const;
 
  private:
   const InferenceOptions& job_;

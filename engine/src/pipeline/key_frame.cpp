@@ -42,7 +42,8 @@ struct Keyed {
 /// `hint_file` name them in messages; `device`: where the model's input is resized.
 Keyed key_one(BaseEngine& engine, BaseEngine* blue_engine, Image plate, Image hint, const std::string& file,
               const std::string& plate_file, const std::string& hint_file, const FrameSettings& s,
-              double read_ms, bool with_fg, bool resize_on_device) {
+              double read_ms, bool with_fg, bool resize_on_device,
+              std::shared_ptr<const io::PlateMetadata> plate_meta = nullptr) {
   Keyed k;
   RawFrame& raw = k.raw;
   const auto t_start = Clock::now();
@@ -78,11 +79,11 @@ Keyed key_one(BaseEngine& engine, BaseEngine* blue_engine, Image plate, Image hi
   raw.swapped = p.swap_gb;
   raw.linear = p.linear;
   raw.checkpoint = choice.checkpoint;
-  raw.colour = std::make_shared<const FrameColour>(FrameColour{p.colour});
+  raw.colour = std::make_shared<const FrameColour>(FrameColour{p.colour, plate_meta});
 
   const int width = plate.width, height = plate.height;
   auto it = pipeline::prepare_frame(p, 0, 0, std::move(plate), std::move(hint), file, read_ms, &raw.hint,
-                                    resize_on_device ? model.device : torch::Device(torch::kCPU));
+                                    resize_on_device ? model.device : torch::Device(torch::kCPU), plate_meta.get());
   for (auto& w : it.warnings) raw.warnings.push_back(std::move(w));
   raw.timings = it.timings;
   const auto run = pipeline::infer_frame(model, it.x, file, raw.timings, raw.warnings);
@@ -155,16 +156,19 @@ FrameSettings frame_settings(const InferenceOptions& job) {
 RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine, FrameSource src, const FrameSettings& s) {
   const auto t_read = Clock::now();
   const std::string file = src.plate_file.empty() ? std::string("plate") : src.plate_file;
+  std::shared_ptr<const io::PlateMetadata> meta;  // what the plate file's outputs carry
   if (src.plate.empty()) {
     CK_CHECK(!src.plate_file.empty(), ConfigError, "key_frame: no plate (neither a file nor an image)");
-    if (src.hint.empty() && !src.hint_file.empty())
+    io::DecodeLimits limits;
+    limits.max_pixels = s.max_pixels;
+    src.plate = io::read_plate(src.plate_file, limits, meta);
+    if (src.hint.empty() && !src.hint_file.empty() && !(meta && meta->overscan()))
       pipeline::check_shapes_from_headers(src.plate_file, src.hint_file);
-    src.plate = io::read_image(src.plate_file, s.max_pixels);
   }
   if (src.hint.empty() && !src.hint_file.empty()) src.hint = io::read_image(src.hint_file, s.max_pixels);
   const double read_ms = ms_since(t_read);
   return key_one(engine, blue_engine, std::move(src.plate), std::move(src.hint), file, src.plate_file,
-                 src.hint_file, s, read_ms, /*with_fg=*/true, /*resize_on_device=*/false)
+                 src.hint_file, s, read_ms, /*with_fg=*/true, /*resize_on_device=*/false, std::move(meta))
       .raw;
 }
 

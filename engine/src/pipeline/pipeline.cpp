@@ -424,7 +424,7 @@ class Pipeline {
       try {
         Image alpha_s, fg_s;
         dma_.finish(w.outputs, alpha_s, fg_s);
-        writer_.write(p, w.meta.stem, w.meta.width, w.meta.height, alpha_s, fg_s, timings);
+        writer_.write(p, w.meta.stem, w.meta.width, w.meta.height, alpha_s, fg_s, timings, w.meta.plate);
       } catch (const std::exception& e) {
         fail(w.meta, e.what());
         continue;
