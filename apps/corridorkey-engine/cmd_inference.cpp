@@ -5,8 +5,7 @@
 
 #include <corridorkey/errors.h>
 #include <corridorkey/pipeline.h>
-
-#include <nlohmann/json.hpp>
+#include <corridorkey/report_json.h>
 
 #include <algorithm>
 #include <atomic>

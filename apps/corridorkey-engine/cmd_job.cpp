@@ -8,9 +8,8 @@
 #include <corridorkey/job.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
+#include <corridorkey/report_json.h>
 #include <corridorkey/tune.h>
-
-#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <csignal>
@@ -131,10 +130,7 @@ Chunk chunk_to_run(JobSpec& j, const std::string& file, const std::string& chunk
 /// One event of a chunk: an NDJSON line, or a line on stderr for what a wrangler reads.
 void print_chunk_event(const PipelineEvent& e, bool json, bool quiet, EventStream& events) {
   if (json) {
-    nlohmann::json ev{{"event", to_string(e.kind)}, {"clip", e.clip}, {"frame", e.frame}, {"message", e.message}};
-    if (!e.checkpoint.empty()) ev["checkpoint"] = e.checkpoint;
-    if (!e.screen.empty()) ev["screen"] = e.screen;
-    events.line(ev);
+    events.line(event_json(e));  // the fields of `inference --json`
   } else if (e.kind == PipelineEvent::Kind::ClipStarted && !quiet) {
     std::fprintf(stderr, "clip %s: %s\n", e.clip.c_str(), e.message.c_str());
   } else if (e.kind == PipelineEvent::Kind::FrameFailed || e.kind == PipelineEvent::Kind::Warning ||
@@ -224,7 +220,8 @@ void add_job_run(CLI::App* job, const std::shared_ptr<std::string>& file, int& e
       print_chunk_event(e, *json, *quiet, events);
     });
     default_stop_signals();
-    if (!*quiet && !*json) print_chunk_summary(j, todo, s);
+    if (*json) events.line(summary_json(s));
+    else if (!*quiet) print_chunk_summary(j, todo, s);
     exit_code = s.interrupted ? kInterrupted
                 : s.frames_failed == 0 && s.videos_failed == 0 ? kOk
                 : j.inference.on_error == OnError::Skip ? kPartial : kInput;

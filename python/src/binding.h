@@ -59,6 +59,9 @@ nb::str path_str(const std::string& path);
 /// prints, where a lone surrogate would make print() raise.
 nb::str text_str(const std::string& text);
 nb::list text_list(const std::vector<std::string>& texts);
+/// json.loads(text) for JSON text from report_json.h: names keep their bytes as os.fsdecode's
+/// surrogate escapes.
+nb::object json_value(const std::string& text);
 
 /// Sets `key` of `options` from a keyword argument (the CLI's keys and units: despill 0-10),
 /// ConfigError naming `source` and the key when it is not an option or the value is refused.

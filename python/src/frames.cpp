@@ -15,6 +15,7 @@
 #include <corridorkey/errors.h>
 #include <corridorkey/frame.h>
 #include <corridorkey/hint.h>
+#include <corridorkey/report_json.h>
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -359,10 +360,8 @@ void bind_frames(nb::class_<PyEngine>& engine) {
         result["linear"] = last.linear;
         result["checkpoint"] = path_str(last.checkpoint);  // os.fsdecode's str: a non-UTF-8 path too
         result["warnings"] = text_list(warnings);
-        nb::dict t;  // the last frame's stages
-        t["preprocess_ms"] = last.timings.preprocess_ms;
-        t["infer_ms"] = last.timings.infer_ms;
-        t["postprocess_ms"] = last.timings.postprocess_ms;
+        // The last frame's stages, spelt as in every output (report_json.h), and the call's.
+        nb::dict t = nb::cast<nb::dict>(json_value(stage_timings_json(last.timings)));
         t["total_ms"] = last.timings.total_ms;
         t["call_ms"] = call_ms;  // every frame of the call in C++, GIL released: the rest is the binding's
         result["timings"] = t;

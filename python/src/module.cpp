@@ -11,6 +11,7 @@
 #include <corridorkey/option_fields.h>
 #include <corridorkey/pipeline.h>
 #include <corridorkey/profile.h>
+#include <corridorkey/report_json.h>
 #include <corridorkey/system.h>
 #include <corridorkey/version.h>
 
@@ -364,120 +365,12 @@ PyEngine* make_engine(const PyModel& m, const nb::kwargs& overrides) {
   return e.release();
 }
 
-nb::dict plan_dict(const TunePlan& p) {
-  nb::dict d;
-  d["origin"] = to_string(p.origin);
-  d["trial_ms"] = p.trial_ms;
-  d["cache"] = path_str(p.cache_path);
-  nb::dict decisions;
-  for (const auto& x : p.decisions) {
-    nb::dict one;
-    one["value"] = to_string(x.value);
-    one["source"] = to_string(x.source);
-    one["why"] = text_str(x.why);
-    nb::dict times;
-    for (const auto& [name, ms] : x.times_ms) times[name.c_str()] = ms;
-    one["times_ms"] = times;
-    decisions[to_string(x.option)] = one;
-  }
-  d["decisions"] = decisions;
-  return d;
-}
-
-nb::dict info_dict(const EngineInfo& i) {
-  nb::dict d;
-  d["device"] = i.device;
-  d["arch"] = i.arch;
-  d["checkpoint"] = path_str(i.checkpoint);
-  d["profile"] = path_str(i.profile);  // a name, or the YAML file's path
-  d["compile_mode"] = i.compile_mode_effective;
-  d["precision"] = i.precision;
-  d["attention"] = i.attention;
-  d["refiner"] = i.refiner;
-  d["img_size"] = i.img_size;
-  d["backbone_size"] = i.backbone_size;
-  d["parameters"] = i.parameters;
-  d["notes"] = text_str(i.notes);
-  d["plan"] = plan_dict(i.tune);
-  return d;
-}
-
-nb::dict timings_dict(const StageTimings& t) {
-  nb::dict d;
-  d["read_ms"] = t.read_ms;
-  d["preprocess_ms"] = t.preprocess_ms;
-  d["encoder_ms"] = t.encoder_ms;
-  d["decoders_ms"] = t.decoders_ms;
-  d["refiner_ms"] = t.refiner_ms;
-  d["infer_ms"] = t.infer_ms;
-  d["postprocess_ms"] = t.postprocess_ms;
-  d["write_ms"] = t.write_ms;
-  d["total_ms"] = t.total_ms;
-  return d;
-}
+nb::dict info_dict(const EngineInfo& i) { return nb::cast<nb::dict>(json_value(engine_info_json(i))); }
 
 // ---- clip jobs -------------------------------------------------------------------------
 
-/// An event as `inference --json` writes it (docs/clips.md, NDJSON events): the same
-/// fields, names and units; empty text fields left out.
-nb::dict event_dict(const PipelineEvent& e) {
-  nb::dict d;
-  d["event"] = to_string(e.kind);
-  for (auto [name, text] : {std::pair{"clip", &e.clip}, std::pair{"frame", &e.frame}, std::pair{"file", &e.file},
-                            std::pair{"message", &e.message}, std::pair{"checkpoint", &e.checkpoint},
-                            std::pair{"screen", &e.screen}})
-    if (!text->empty()) d[name] = text == &e.message ? text_str(*text) : path_str(*text);
-  d["done"] = e.frames_done;
-  d["total"] = e.frames_total;
-  if (e.kind == PipelineEvent::Kind::FrameDone) {
-    const auto& t = e.timings;
-    nb::dict ms;
-    ms["read"] = t.read_ms;
-    ms["preprocess"] = t.preprocess_ms;
-    ms["infer"] = t.infer_ms;
-    ms["encoder"] = t.encoder_ms;
-    ms["decoders"] = t.decoders_ms;
-    ms["refiner"] = t.refiner_ms;
-    ms["postprocess"] = t.postprocess_ms;
-    ms["write"] = t.write_ms;
-    d["timings_ms"] = ms;
-  }
-  if (e.kind == PipelineEvent::Kind::JobStarted) {
-    nb::dict plan;
-    plan["origin"] = to_string(e.plan_origin);
-    plan["trial_ms"] = e.trial_ms;
-    d["plan"] = plan;
-  }
-  return d;
-}
-
-nb::dict summary_dict(const JobSummary& s) {
-  nb::dict d;
-  d["clips"] = s.clips;
-  d["frames_total"] = s.frames_total;
-  d["frames_done"] = s.frames_done;
-  d["frames_skipped"] = s.frames_skipped;
-  d["frames_failed"] = s.frames_failed;
-  d["videos_written"] = s.videos_written;
-  d["videos_failed"] = s.videos_failed;
-  d["failures"] = text_list(s.failures);
-  d["interrupted"] = s.interrupted;
-  d["wall_ms"] = s.wall_ms;
-  d["infer_wait_ms"] = s.infer_wait_ms;
-  d["stage_sums"] = timings_dict(s.stage_sums);
-  d["engine"] = info_dict(s.engine);
-  nb::list models;
-  for (const auto& c : s.clip_models) {
-    nb::dict one;
-    one["clip"] = path_str(c.clip);
-    one["checkpoint"] = path_str(c.checkpoint);
-    one["screen"] = c.screen;
-    one["swapped"] = c.swapped;
-    models.append(one);
-  }
-  d["clip_models"] = models;
-  return d;
-}
+// Events and the summary are json.loads of the text `inference --json` writes
+// (report_json.h): the same fields, names and units by construction.
 
 /// The callback's exception, kept to be raised from run_inference on the calling thread.
 struct CallbackFailure : std::exception {
@@ -529,7 +422,7 @@ nb::dict run_job(nb::object clips, nb::object profile, nb::object on_event, cons
       nb::gil_scoped_acquire gil;
       deliver_log_lines();
       try {
-        on_event(event_dict(e));
+        on_event(json_value(event_json(e)));
       } catch (nb::python_error& err) {
         raised.emplace(std::move(err));
         throw CallbackFailure();
@@ -587,7 +480,7 @@ nb::dict run_job(nb::object clips, nb::object profile, nb::object on_event, cons
     throw err;
   }
   if (failure) std::rethrow_exception(failure);
-  return summary_dict(summary);
+  return nb::cast<nb::dict>(json_value(summary_json(summary)));
 }
 
 nb::dict system_dict() {
@@ -702,6 +595,11 @@ nb::str text_str(const std::string& text) {
   PyObject* s = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace");
   if (!s) throw nb::python_error();  // MemoryError
   return nb::steal<nb::str>(s);
+}
+
+nb::object json_value(const std::string& text) {
+  // The text is UTF-8 (bytes that are not are \udcXX escapes), so str() takes it whole.
+  return nb::module_::import_("json").attr("loads")(nb::str(text.data(), text.size()));
 }
 
 nb::list text_list(const std::vector<std::string>& texts) {

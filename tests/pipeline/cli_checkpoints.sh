@@ -59,7 +59,7 @@ grep '"event":"clip_started"' "$work/two.ndjson" | grep '"clip":"blue"' | grep -
   || fail "clip_started of the blue clip does not name the blue model"
 grep '"event":"clip_started"' "$work/two.ndjson" | grep '"clip":"green"' | grep -q 'converted.safetensors' \
   || fail "clip_started of the green clip does not name the main model"
-grep '"event":"summary"' "$work/two.ndjson" | grep -q '"clip_models":\[{"checkpoint":"[^"]*converted.safetensors","clip":"green"' \
+grep '"event":"summary"' "$work/two.ndjson" | grep -q '"clip_models":\[{"clip":"green","checkpoint":"[^"]*converted.safetensors"' \
   || fail "summary clip_models: $(grep summary "$work/two.ndjson")"
 key "$work/blue" "$work/out_swap" --checkpoint "$work/converted.safetensors" 2> "$work/swap.txt" || fail "swap run"
 grep -q "swapped" "$work/swap.txt" || fail "no note that the blue clip is keyed swapped"

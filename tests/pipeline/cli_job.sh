@@ -30,6 +30,20 @@ basic)
   [ "$(count)" -eq 3 ] || fail "chunk 2/3 wrote $(count) mattes, expected 3"
   "$cli" job run "$work/job.yaml" --chunk 2/3 2> "$work/rerun.txt" || fail "rerun"
   grep -q "0 keyed, 3 already done" "$work/rerun.txt" || { cat "$work/rerun.txt"; fail "rerun not idempotent"; }
+  # --json: the events and the summary of `inference --json` (one writer, report_json.h)
+  "$cli" job run "$work/job.yaml" --chunk 1/3 --json > "$work/chunk1.ndjson" || fail "run chunk 1/3 --json"
+  "$CK_PYTHON" - "$work/chunk1.ndjson" <<'PY' || fail "job run --json: $(cat "$work/chunk1.ndjson")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+s = ev[-1]
+assert s["event"] == "summary" and s["frames_done"] >= 1 and s["engine"]["device"] == "cpu", s
+assert set(s["stage_sums"]) == {"read_ms", "preprocess_ms", "infer_ms", "encoder_ms", "decoders_ms",
+                                "refiner_ms", "postprocess_ms", "write_ms"}, s
+done = [e for e in ev if e["event"] == "frame_done"]
+assert len(done) == s["frames_done"], (done, s)
+assert all(e["timings"]["infer_ms"] > 0 and e["total"] == s["frames_total"] for e in done), done
+assert ev[0]["event"] == "job_started" and "plan" in ev[0], ev[0]
+PY
   "$cli" job run "$work/job.yaml" --chunk 4/3; [ $? -eq 2 ] || fail "bad --chunk not a usage error"
   # frames past a clip's end are planned up to it, with a warning naming the clip
   printf 'version: 1\nname: past\nclips:\n  - {path: clips/sh020, frames: 2-9}\nprofile: original\ndevice: cpu\n' > "$work/past.yaml"

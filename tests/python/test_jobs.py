@@ -30,8 +30,8 @@ def test_a_job_reports_events_and_a_summary(ck, tmp_path):
     assert events[0]["plan"]["origin"] == "off"
     # The NDJSON fields of `inference --json`, event for event.
     done = [e for e in events if e["event"] == "frame_done"]
-    assert {"clip", "frame", "file", "done", "total", "timings_ms"} <= set(done[-1])
-    assert done[-1]["done"] == 2 and done[-1]["total"] == 2 and done[-1]["timings_ms"]["infer"] > 0
+    assert {"clip", "frame", "file", "done", "total", "timings"} <= set(done[-1])
+    assert done[-1]["done"] == 2 and done[-1]["total"] == 2 and done[-1]["timings"]["infer_ms"] > 0
     assert len(list((tmp_path / SAMPLE.name / "Matte").iterdir())) == 2
     assert not (tmp_path / SAMPLE.name / "FG").exists()
 

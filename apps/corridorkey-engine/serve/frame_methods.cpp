@@ -8,6 +8,7 @@
 #include <corridorkey/errors.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/pipeline.h>
+#include <corridorkey/report_json.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -123,11 +124,13 @@ bool wants(const std::vector<OutputArg>& outs, FrameOutput k) {
   return std::any_of(outs.begin(), outs.end(), [&](const OutputArg& o) { return o.kind == k; });
 }
 
+/// The stages' times (report_json.h, the spelling of every output) with this request's own:
+/// its wait in the queue and the whole call.
 json timings_json(const StageTimings& t, double queue_ms) {
-  return {{"queue_ms", queue_ms},          {"read_ms", t.read_ms},       {"preprocess_ms", t.preprocess_ms},
-          {"encoder_ms", t.encoder_ms},    {"decoders_ms", t.decoders_ms}, {"refiner_ms", t.refiner_ms},
-          {"infer_ms", t.infer_ms},        {"postprocess_ms", t.postprocess_ms},
-          {"write_ms", t.write_ms},        {"total_ms", t.total_ms}};
+  json j = json::parse(stage_timings_json(t));  // numbers only: nothing a parser refuses
+  j["queue_ms"] = queue_ms;
+  j["total_ms"] = t.total_ms;
+  return j;
 }
 
 /// Post-processes what the outputs need and writes them; fills postprocess_ms / write_ms.
@@ -366,16 +369,11 @@ std::function<json(Job&)> Server::clip_key(const json& params, const std::shared
     auto conn = job.conn;
     const std::string id = job.id;
     const auto sum = run_inference(*s->engine, s->blue.get(), io, [conn, id](const PipelineEvent& e) {
-      json ev = cli::event_json(e);
-      ev["job_id"] = id;
-      conn->send(notification("clip.event", std::move(ev)));
+      // The event as `inference --json` writes it (report_json.h), with the job it is of.
+      conn->send(notification("clip.event", cli::raw_json(cli::with_members(event_json(e), {{"job_id", id}}))));
     });
-    json r = cli::summary_json(sum);
-    r.erase("event");
-    r["job_id"] = id;
-    r["model_id"] = s->id;
-    r["cancelled"] = job.stop_clip.load();
-    return r;
+    return cli::raw_json(cli::with_members(
+        summary_json(sum), {{"job_id", id}, {"model_id", s->id}, {"cancelled", job.stop_clip.load()}}));
   };
 }
 

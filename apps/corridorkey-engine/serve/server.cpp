@@ -5,6 +5,7 @@
 #include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
+#include <corridorkey/report_json.h>
 #include <corridorkey/version.h>
 
 #include <fcntl.h>
@@ -456,10 +457,7 @@ json Server::engine_info() {
       std::lock_guard<std::mutex> ls(s->m);
       json m{{"model_id", id}, {"profile", s->profile}, {"loaded", s->loaded}, {"queued", s->queue.size()},
              {"checkpoint", s->loaded ? s->info.checkpoint : s->opt.model.checkpoint}};
-      if (s->loaded)
-        m["info"] = {{"device", s->info.device}, {"precision", s->info.precision},
-                     {"img_size", s->info.img_size}, {"attention", s->info.attention},
-                     {"refiner", s->info.refiner}};
+      if (s->loaded) m["info"] = cli::raw_json(engine_info_json(s->info));  // Engine.info()'s fields
       models.push_back(m);
     }
   }

@@ -75,10 +75,16 @@ struct CORRIDORKEY_API TunePlan {
   std::string key;         // the cache key: machine + configuration
   std::string cache_path;  // where it is (or would be) cached; empty: no cache folder
   PlanOrigin origin = PlanOrigin::Off;
-  double trial_ms = 0;  // what the trials cost (0 when read from the cache)
+  double trial_ms = 0;  // what the trials cost when the plan was timed (the cache keeps it)
   std::vector<TuneDecision> decisions;
 
   const TuneDecision* find(TuneOption option) const;
+  /// What the trials cost in this process: trial_ms for a plan timed now (Trials, Memory);
+  /// 0 for one read from the cache (timed by an earlier run) or the flag rules. Reports
+  /// (report_json.h) give this one.
+  double trial_ms_this_run() const {
+    return origin == PlanOrigin::Trials || origin == PlanOrigin::Memory ? trial_ms : 0;
+  }
   /// One line per decision: "model_precision float32 (plan: float32 N ms, bfloat16 N ms)";
   /// reasons and candidate names through printable_text (no line of it is a file's).
   std::string summary() const;

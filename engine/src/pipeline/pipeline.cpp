@@ -35,33 +35,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-CORRIDORKEY_NAMESPACE_BEGIN
-
-const char* to_string(PipelineEvent::Kind k) {
-  switch (k) {
-    case PipelineEvent::Kind::JobStarted: return "job_started";
-    case PipelineEvent::Kind::ClipStarted: return "clip_started";
-    case PipelineEvent::Kind::FrameDone: return "frame_done";
-    case PipelineEvent::Kind::FrameSkipped: return "frame_skipped";
-    case PipelineEvent::Kind::Warning: return "warning";
-    case PipelineEvent::Kind::FrameFailed: return "frame_failed";
-    case PipelineEvent::Kind::VideoWritten: return "video_written";
-    case PipelineEvent::Kind::VideoFailed: return "video_failed";
-    case PipelineEvent::Kind::ClipDone: return "clip_done";
-    case PipelineEvent::Kind::JobDone: return "job_done";
-  }
-  return "?";
-}
-
-CORRIDORKEY_NAMESPACE_END
-
 namespace corridorkey::pipeline {
 namespace {
-
-/// What the plan's trials cost in this process: nothing for a plan read from the cache.
-double trials_this_run(const TunePlan& p) {
-  return p.origin == PlanOrigin::Trials || p.origin == PlanOrigin::Memory ? p.trial_ms : 0;
-}
 
 using timing::Clock;
 using timing::ms_since;
@@ -93,7 +68,7 @@ class Pipeline {
       e.kind = PipelineEvent::Kind::JobStarted;
       e.message = impl_.info.checkpoint + " on " + impl_.info.device;
       e.plan_origin = impl_.info.tune.origin;
-      e.trial_ms = trials_this_run(impl_.info.tune);
+      e.trial_ms = impl_.info.tune.trial_ms_this_run();
       emit(e);
     }
     for (const auto& p : plan_.clips) {
