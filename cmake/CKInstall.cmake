@@ -10,7 +10,7 @@ add_library(corridorkey_engine SHARED "${PROJECT_SOURCE_DIR}/cmake/ck_torch_pch.
 # Every object of the engine's static libraries goes in (--whole-archive), so the exported
 # library is complete whatever a consumer calls; their own dependencies link normally.
 # The dev tools (ck_devtools) and the tests' hooks are not among them: the library is the API.
-set(_ck_parts ck_options ck_config ck_colour ck_clip_colour ck_io ck_post ck_hint ck_runtime_core ck_runtime
+set(_ck_parts ck_base ck_options ck_config ck_colour ck_clip_colour ck_io ck_post ck_hint ck_runtime_core ck_runtime
   ck_pipeline ck_report ck_farm ck_compat ck_model ck_kernels)
 add_dependencies(corridorkey_engine ${_ck_parts})
 set(_ck_archives "")

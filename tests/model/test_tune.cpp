@@ -182,14 +182,14 @@ TEST_CASE("a cached plan is reused until refreshed", "[model][tune]") {
   OptimizedEngine small(other);
   CHECK(small.info().tune.origin == PlanOrigin::Trials);
   std::string error;
-  CHECK(corridorkey::detail::tune_cache_read_all(error).size() == 2);
+  CHECK(corridorkey::detail::tune_cache_read_all(tune_cache_path(), error).size() == 2);
   CHECK(error.empty());
 }
 
 TEST_CASE("a corrupt tune cache is left as it is, with a warning, and the plan kept in memory", "[model][tune]") {
   // Only a file recognisably ours is replaced: a truncated one says nothing about its owner.
   CacheFile cache;
-  const std::string text = "{\"version\": 1, \"plans\": {\"k\": [tru";
+  const std::string text = "{\"version\": 2, \"plans\": {\"k\": [tru";
   { std::ofstream(cache.path) << text; }
   OptimizedEngine e(tuned(TuneMode::Auto));
   CHECK_THAT(e.info().notes, Contains("not usable") && Contains(cache.path) && Contains("left as it is"));
@@ -225,25 +225,25 @@ TEST_CASE("the tune cache replaces no file that is not its own", "[model][tune]"
                         Case{"empty.json", "", "not usable"},
                         // Earlier versions' shape, with a key this engine never writes:
                         // rewriting it would drop that key.
-                        Case{"extra.json", "{\"version\": 1, \"plans\": {}, \"owner\": \"ops\"}\n", "not a tune cache"},
+                        Case{"extra.json", "{\"version\": 2, \"plans\": {}, \"owner\": \"ops\"}\n", "not a tune cache"},
                         // "format" twice: which one is meant is not this engine's to guess.
                         Case{"twice.json", "{\"format\": \"corridorkey-engine tune cache\", \"format\": \"x\", "
-                                           "\"version\": 1, \"plans\": {}}\n", "not a tune cache"}}) {
+                                           "\"version\": 2, \"plans\": {}}\n", "not a tune cache"}}) {
     INFO(c.name);
     const auto path = dir / c.name;
     CacheFile cache(path.string());  // (it clears the path: the decoy is written after it)
     { std::ofstream(path) << c.text; }
     fs::permissions(path, fs::perms(0640));
     std::string warning;
-    CHECK_FALSE(corridorkey::detail::tune_cache_load("k", warning));
+    CHECK_FALSE(corridorkey::detail::tune_cache_load(tune_cache_path(), "k", warning));
     CHECK_THAT(warning, Contains(path.string()) && Contains(c.why));
     warning.clear();
-    CHECK_FALSE(corridorkey::detail::tune_cache_store(stored_plan("k"), warning));
+    CHECK_FALSE(corridorkey::detail::tune_cache_store(tune_cache_path(), stored_plan("k"), warning));
     CHECK_THAT(warning, Contains("left as it is") && Contains("kept in memory"));
     CHECK(ck_test::read_file(path.string()) == c.text);
     CHECK((fs::status(path).permissions() & fs::perms::all) == fs::perms(0640));
     // The plan is still there for this process.
-    CHECK(corridorkey::detail::tune_cache_load("k", warning));
+    CHECK(corridorkey::detail::tune_cache_load(tune_cache_path(), "k", warning));
     // Nothing was made beside it: no lock, no temporary file (the last case's file is gone
     // with its CacheFile).
     CHECK(names_in(dir) == std::vector<std::string>{c.name});
@@ -257,16 +257,16 @@ TEST_CASE("the tune cache follows no symbolic link and replaces none", "[model][
   // a cache path must not lead the engine to any file, ours or not).
   CacheFile real((dir / "real.json").string());
   std::string warning;
-  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("a"), warning));
+  REQUIRE(corridorkey::detail::tune_cache_store(tune_cache_path(), stored_plan("a"), warning));
   fs::rename(dir / "real.json", decoy);
   const std::string before = ck_test::read_file(decoy.string());
   CacheFile cache((dir / "link.json").string());
   fs::create_symlink(decoy, dir / "link.json");
   warning.clear();
-  CHECK_FALSE(corridorkey::detail::tune_cache_load("a", warning));
+  CHECK_FALSE(corridorkey::detail::tune_cache_load(tune_cache_path(), "a", warning));
   CHECK_THAT(warning, Contains("symbolic link"));
   warning.clear();
-  CHECK_FALSE(corridorkey::detail::tune_cache_store(stored_plan("b"), warning));
+  CHECK_FALSE(corridorkey::detail::tune_cache_store(tune_cache_path(), stored_plan("b"), warning));
   CHECK_THAT(warning, Contains("symbolic link") && Contains("kept in memory"));
   CHECK(fs::is_symlink(dir / "link.json"));
   CHECK(ck_test::read_file(decoy.string()) == before);
@@ -275,13 +275,13 @@ TEST_CASE("the tune cache follows no symbolic link and replaces none", "[model][
 TEST_CASE("a read-only tune cache is read and never replaced", "[model][tune]") {
   CacheFile cache;
   std::string warning;
-  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("a"), warning));
+  REQUIRE(corridorkey::detail::tune_cache_store(tune_cache_path(), stored_plan("a"), warning));
   fs::permissions(cache.path, fs::perms(0444));
   const std::string before = ck_test::read_file(cache.path);
   warning.clear();
-  CHECK(corridorkey::detail::tune_cache_load("a", warning));  // read: its plan is used
+  CHECK(corridorkey::detail::tune_cache_load(tune_cache_path(), "a", warning));  // read: its plan is used
   CHECK(warning.empty());
-  CHECK_FALSE(corridorkey::detail::tune_cache_store(stored_plan("b"), warning));
+  CHECK_FALSE(corridorkey::detail::tune_cache_store(tune_cache_path(), stored_plan("b"), warning));
   CHECK_THAT(warning, Contains("read-only"));
   CHECK(ck_test::read_file(cache.path) == before);
   CHECK((fs::status(cache.path).permissions() & fs::perms::all) == fs::perms(0444));
@@ -290,13 +290,13 @@ TEST_CASE("a read-only tune cache is read and never replaced", "[model][tune]") 
 TEST_CASE("a replaced tune cache keeps its mode, and its helpers carry the engine's names", "[model][tune]") {
   CacheFile cache;
   std::string warning;
-  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("a"), warning));
+  REQUIRE(corridorkey::detail::tune_cache_store(tune_cache_path(), stored_plan("a"), warning));
   fs::permissions(cache.path, fs::perms(0600));
-  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("b"), warning));
+  REQUIRE(corridorkey::detail::tune_cache_store(tune_cache_path(), stored_plan("b"), warning));
   CHECK((fs::status(cache.path).permissions() & fs::perms::all) == fs::perms(0600));
   CHECK_THAT(ck_test::read_file(cache.path), Contains("\"format\": \"corridorkey-engine tune cache\""));
   std::string error;
-  CHECK(corridorkey::detail::tune_cache_read_all(error).size() == 2);
+  CHECK(corridorkey::detail::tune_cache_read_all(tune_cache_path(), error).size() == 2);
   CHECK(names_in(fs::path(cache.path).parent_path()) ==
         std::vector<std::string>{".corridorkey-engine-tune.lock", "tune.json"});
 }
@@ -304,36 +304,79 @@ TEST_CASE("a replaced tune cache keeps its mode, and its helpers carry the engin
 TEST_CASE("a replaced tune cache drops set-ID bits and keeps its owner", "[model][tune]") {
   CacheFile cache;
   std::string warning;
-  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("a"), warning));
+  REQUIRE(corridorkey::detail::tune_cache_store(tune_cache_path(), stored_plan("a"), warning));
   REQUIRE(::chmod(cache.path.c_str(), 06640) == 0);
-  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("b"), warning));
+  REQUIRE(corridorkey::detail::tune_cache_store(tune_cache_path(), stored_plan("b"), warning));
   struct stat st {};
   REQUIRE(::stat(cache.path.c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0640);  // the permission bits kept, set-UID / set-GID not
   if (::geteuid() == 0) {
     // root's run on another user's cache: the file written in its place is still theirs.
     REQUIRE(::chown(cache.path.c_str(), 4321, 4321) == 0);
-    REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("c"), warning));
+    REQUIRE(corridorkey::detail::tune_cache_store(tune_cache_path(), stored_plan("c"), warning));
     REQUIRE(::stat(cache.path.c_str(), &st) == 0);
     CHECK(st.st_uid == 4321);
     CHECK(st.st_gid == 4321);
     std::string error;
-    CHECK(corridorkey::detail::tune_cache_read_all(error).size() == 3);
+    CHECK(corridorkey::detail::tune_cache_read_all(tune_cache_path(), error).size() == 3);
   } else {
     WARN("not root: the owner-kept case needs a file of another user");
   }
 }
 
-TEST_CASE("a cache file of an earlier version (no format key) is still ours", "[model][tune]") {
+TEST_CASE("a cache file without a format key (as earlier versions wrote) is still ours", "[model][tune]") {
   CacheFile cache;
-  const std::string old = "{\"version\": 1, \"plans\": {\"a\": {\"origin\": \"trials\", \"trial_ms\": 5, "
+  const std::string old = "{\"version\": 2, \"plans\": {\"a\": {\"origin\": \"trials\", \"trial_ms\": 5, "
                           "\"decisions\": []}}}\n";
   { std::ofstream(cache.path) << old; }
   std::string warning;
-  CHECK(corridorkey::detail::tune_cache_load("a", warning));
-  REQUIRE(corridorkey::detail::tune_cache_store(stored_plan("b"), warning));
+  CHECK(corridorkey::detail::tune_cache_load(cache.path, "a", warning));
+  REQUIRE(corridorkey::detail::tune_cache_store(cache.path, stored_plan("b"), warning));
   std::string error;
-  CHECK(corridorkey::detail::tune_cache_read_all(error).size() == 2);
+  CHECK(corridorkey::detail::tune_cache_read_all(cache.path, error).size() == 2);
+}
+
+TEST_CASE("a cache written by an older engine is said once, measured again and replaced", "[model][tune]") {
+  // Version 1 keyed its plans by a CPU identity whose flags hash had a wrong FNV offset
+  // basis: none of its plans can match, and a silent miss would look like a lost cache.
+  const auto dir = ck_test::temp_dir("tune_older");
+  for (const std::string format : {"", "\"format\": \"corridorkey-engine tune cache\", "}) {
+    INFO(format);
+    const std::string path = (dir / (format.empty() ? "bare.json" : "named.json")).string();
+    { std::ofstream(path) << "{" + format + "\"version\": 1, \"plans\": {\"a\": {\"origin\": \"trials\", "
+                               "\"trial_ms\": 5, \"decisions\": []}}}\n"; }
+    std::string warning;
+    CHECK_FALSE(corridorkey::detail::tune_cache_load(path, "a", warning));
+    CHECK_THAT(warning, Contains(path) && Contains("older engine") && Contains("cache version 1") &&
+                            Contains("measured again"));
+    warning.clear();
+    CHECK_FALSE(corridorkey::detail::tune_cache_load(path, "b", warning));
+    CHECK(warning.empty());  // one note per cache in a process
+    std::string error;
+    CHECK(corridorkey::detail::tune_cache_read_all(path, error).empty());
+    CHECK_THAT(error, Contains("older engine"));
+    // Still this engine's file: replaced on the next store, in this version, without the old plans.
+    REQUIRE(corridorkey::detail::tune_cache_store(path, stored_plan("b"), warning));
+    CHECK_THAT(ck_test::read_file(path), Contains("\"version\": 2"));
+    error.clear();
+    const auto all = corridorkey::detail::tune_cache_read_all(path, error);
+    CHECK(error.empty());
+    CHECK((all.size() == 1 && all.count("b")));
+  }
+  // A folder of version-1 plan files (named by the old hash): the first miss says so.
+  const auto folder = dir / "plans";
+  fs::create_directories(folder);
+  { std::ofstream(folder / "plan-0123456789abcdef.json")
+        << "{\"format\": \"corridorkey-engine tune plan\", \"version\": 1, \"key\": \"a\", \"plan\": "
+           "{\"origin\": \"trials\", \"trial_ms\": 5, \"decisions\": []}}\n"; }
+  std::string warning;
+  CHECK_FALSE(corridorkey::detail::tune_cache_load(folder.string(), "a", warning));
+  CHECK_THAT(warning, Contains(folder.string()) && Contains("older engine") && Contains("cache version 1"));
+  warning.clear();
+  CHECK_FALSE(corridorkey::detail::tune_cache_load(folder.string(), "a", warning));
+  CHECK(warning.empty());
+  REQUIRE(corridorkey::detail::tune_cache_store(folder.string(), stored_plan("a"), warning));
+  CHECK(corridorkey::detail::tune_cache_load(folder.string(), "a", warning));
 }
 
 TEST_CASE("with no HOME nor XDG_CACHE_HOME there is no cache file, in /tmp or anywhere", "[model][tune]") {
@@ -347,9 +390,9 @@ TEST_CASE("with no HOME nor XDG_CACHE_HOME there is no cache file, in /tmp or an
   ::unsetenv("XDG_CACHE_HOME");
   CHECK(tune_cache_path().empty());
   std::string warning;
-  CHECK_FALSE(corridorkey::detail::tune_cache_store(stored_plan("nohome"), warning));
+  CHECK_FALSE(corridorkey::detail::tune_cache_store(tune_cache_path(), stored_plan("nohome"), warning));
   CHECK_THAT(warning, Contains("no cache folder") && Contains("kept in memory"));
-  CHECK(corridorkey::detail::tune_cache_load("nohome", warning));  // from memory
+  CHECK(corridorkey::detail::tune_cache_load(tune_cache_path(), "nohome", warning));  // from memory
   CHECK(fs::exists(old_name) == old_there);
   if (!saved.empty()) ::setenv("HOME", saved.c_str(), 1);
   if (!saved_xdg.empty()) ::setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
@@ -647,7 +690,7 @@ TEST_CASE("a newer engine's tune cache is read for nothing and left as it is", "
   const std::string newer = "{\"version\": 99, \"plans\": {\"k\": {\"shape\": \"from the future\"}}}\n";
   { std::ofstream(cache.path) << newer; }
   std::string warning;
-  CHECK_FALSE(corridorkey::detail::tune_cache_load("k", warning));
+  CHECK_FALSE(corridorkey::detail::tune_cache_load(tune_cache_path(), "k", warning));
   CHECK_THAT(warning, Contains("newer engine") && Contains("version 99") && Contains(cache.path));
   OptimizedEngine e(tuned());  // tunes, keeps the plan in memory
   CHECK(e.info().tune.origin == PlanOrigin::Memory);
@@ -662,10 +705,10 @@ TEST_CASE("a trial time that is not finite is left out of the cache, not written
   p.decisions.push_back({TuneOption::WinogradConv, TuneChoice::False, DecisionSource::Plan, "", {{"winograd", std::numeric_limits<double>::infinity()},
                                                                {"direct", 12.5}}});
   std::string warning;
-  REQUIRE(corridorkey::detail::tune_cache_store(p, warning));
+  REQUIRE(corridorkey::detail::tune_cache_store(tune_cache_path(), p, warning));
   CHECK(warning.empty());
   CHECK_THAT(p.summary(), Contains("winograd (failed)") && Contains("direct 13 ms"));
-  auto loaded = corridorkey::detail::tune_cache_load(p.key, warning);
+  auto loaded = corridorkey::detail::tune_cache_load(tune_cache_path(), p.key, warning);
   INFO(warning);
   REQUIRE(loaded);  // the file is readable JSON: no plan in it was lost
   CHECK(warning.empty());
@@ -705,7 +748,7 @@ TEST_CASE("a cached plan that says what this engine never writes is skipped with
     edited.replace(pos, e.from.size(), e.to);
     { std::ofstream(cache.path) << edited; }
     std::string warning;
-    CHECK_FALSE(corridorkey::detail::tune_cache_load(key, warning));
+    CHECK_FALSE(corridorkey::detail::tune_cache_load(tune_cache_path(), key, warning));
     CHECK_THAT(warning, Contains("entry skipped") && Contains(e.why) && Contains(cache.path));
   }
 }
@@ -754,7 +797,7 @@ TEST_CASE("a folder cache holds one file per plan, takes no lock, and reads an o
   CHECK(corridorkey::detail::tune_cache_load(folder, "key b", warning));
   CHECK_FALSE(corridorkey::detail::tune_cache_load(folder, "key c", warning));
   // An old single-file cache copied into the folder is read, never written.
-  const std::string old = "{\"version\": 1, \"plans\": {\"old key\": {\"origin\": \"trials\", \"trial_ms\": 5, "
+  const std::string old = "{\"version\": 2, \"plans\": {\"old key\": {\"origin\": \"trials\", \"trial_ms\": 5, "
                           "\"decisions\": []}}}\n";
   { std::ofstream(dir / "tune.json") << old; }
   CHECK(corridorkey::detail::tune_cache_load(folder, "old key", warning));

@@ -3,6 +3,7 @@
 // writer's temporary file is removed by the next write (a live writer's, another host's and
 // a user's are kept), deeply nested JSON is refused without recursion, and a plan's key and
 // reasons reach a terminal only escaped. Real files, real processes (fork + SIGKILL).
+#include <corridorkey/base/atomic_write.h>
 #include <corridorkey/errors.h>
 #include <corridorkey/tune.h>
 
@@ -48,13 +49,22 @@ std::set<std::string> names_in(const fs::path& dir) {
 
 void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
+/// A temporary file in `dir` as a cache write makes it: the cache's name, locked.
+base::TempFile::Options cache_temp(const std::string& dir) {
+  base::TempFile::Options o;
+  o.dir = dir;
+  o.next_name = d::tune_temp_name;
+  o.lock = true;
+  return o;
+}
+
 /// A child process that makes a temporary file as a cache write does, writes part of it and
 /// is killed by SIGKILL before its rename: what a killed `tune --import` leaves.
 void killed_writer(const std::string& dir) {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    d::TuneTempFile tmp(dir);
+    base::TempFile tmp(cache_temp(dir));
     if (tmp.fd() >= 0 && ::write(tmp.fd(), "{\"format\": ", 11) == 11) ::raise(SIGKILL);
     ::_exit(1);
   }
@@ -131,7 +141,7 @@ TEST_CASE("a killed writer's temporary file is removed; a live one's, another ho
   killed_writer(dir.string());
   const auto dead = temps_in(dir);
   REQUIRE(dead.size() == 1);
-  d::TuneTempFile live(dir.string());  // a writer of this process, still writing
+  base::TempFile live(cache_temp(dir.string()));  // a writer of this process, still writing
   REQUIRE(live.error().empty());
   const std::string other = ".corridorkey-engine-tune.another-node.4242.AbC123";
   write(dir / other, "another host's write in progress");
@@ -147,7 +157,7 @@ TEST_CASE("a killed writer's temporary file is removed; a live one's, another ho
   const auto left = names_in(dir);
   CHECK(!left.count(dead[0]));
   CHECK(!left.count(old_legacy));
-  CHECK(left.count(fs::path(live.path()).filename().string()));
+  CHECK(left.count(live.name()));
   CHECK(left.count(other));
   CHECK(left.count(new_legacy));
   CHECK(left.count(".corridorkey-engine-tune.notes.txt"));
@@ -175,7 +185,7 @@ TEST_CASE("deeply nested JSON in a plan cache or an import file is refused, not 
       {"arrays", std::string(200000, '[') + std::string(200000, ']')},
       {"objects", objects},
       {"open", std::string(200000, '[')},
-      {"in plans", "{\"format\": \"corridorkey-engine tune cache\", \"version\": 1, \"plans\": {\"k\": " +
+      {"in plans", "{\"format\": \"corridorkey-engine tune cache\", \"version\": 2, \"plans\": {\"k\": " +
                        std::string(100000, '[') + std::string(100000, ']') + "}}"}};
   for (const auto& [name, text] : shapes) {
     INFO(name);

@@ -23,7 +23,7 @@ out, prefix, n, why = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4
 plans = {f"{prefix} {i}": {"origin": "trials", "trial_ms": 1, "decisions": [
     {"option": "model_precision", "value": "float32", "source": "plan", "why": "w" * why,
      "times_ms": {"float32": 100, "bfloat16": 120}}]} for i in range(n)}
-json.dump({"format": "corridorkey-engine tune cache", "version": 1, "plans": plans}, open(out, "w"))
+json.dump({"format": "corridorkey-engine tune cache", "version": 2, "plans": plans}, open(out, "w"))
 PY
 }
 
@@ -86,7 +86,7 @@ import json, sys
 key = "cpu X\x1b]0;pwned\x07\nmodel_precision float16 (flag)"
 d = {"option": "model_precision", "value": "float32", "source": "plan",
      "why": "fast\x1b[2J\nFORGED-REASON", "times_ms": {"n\x1b]0;t\x07": 5}}
-json.dump({"format": "corridorkey-engine tune cache", "version": 1,
+json.dump({"format": "corridorkey-engine tune cache", "version": 2,
            "plans": {key: {"origin": "trials", "trial_ms": 1, "decisions": [d]}}}, open(sys.argv[1], "w"))
 PY
 evil="$work/evil/tune.json"
@@ -132,7 +132,7 @@ import json, sys
 c = json.load(open(sys.argv[1]))
 key, plan = next(iter(c["plans"].items()))
 parts = ["threads 99\x1b]0;x\x07\nFORGED-JOB" if p.startswith("threads ") else p for p in key.split("; ")]
-json.dump({"format": c["format"], "version": 1, "plans": {"; ".join(parts): plan}}, open(sys.argv[2], "w"))
+json.dump({"format": c["format"], "version": 2, "plans": {"; ".join(parts): plan}}, open(sys.argv[2], "w"))
 PY
 cat > "$work/job/job.yaml" <<YAML
 version: 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The torch-free layers compile without LibTorch: no source of engine/src/{config,colour,io,post,hint,farm,report}
+"""The torch-free layers compile without LibTorch: no source of engine/src/{base,config,colour,io,post,hint,farm,report}
 or apps/ (except the model-level corridorkey-model-check) gets a LibTorch include path (checked in the build's compile_commands.json), and
 none of them includes a torch / ATen / c10 header.
 
@@ -11,7 +11,7 @@ import re
 import sys
 
 build, source = sys.argv[1], sys.argv[2]
-free = [os.path.join(source, "engine", "src", d) for d in ("config", "colour", "io", "post", "hint", "farm", "report")]
+free = [os.path.join(source, "engine", "src", d) for d in ("base", "config", "colour", "io", "post", "hint", "farm", "report")]
 free.append(os.path.join(source, "apps"))
 # corridorkey-model-check is the model-level GPU check: it links the native model directly so it
 # builds with LibTorch alone (CK_MODEL_ONLY) on machines without the engine's I/O libraries.

@@ -2,6 +2,7 @@
 
 #include "review/json_input.h"
 
+#include <corridorkey/base/hash.h>
 #include <corridorkey/colour.h>
 #include <corridorkey/errors.h>
 #include <corridorkey/hint.h>
@@ -26,10 +27,8 @@ namespace {
 
 /// FNV-1a of the clip folder: an id that stays the same when other clips come and go.
 std::string clip_id(const std::string& root) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : root) h = (h ^ c) * 1099511628211ull;
   char b[17];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(base::fnv1a64(root)));
   return b;
 }
 

@@ -1,5 +1,6 @@
 #include "review/key_jobs.h"
 
+#include <corridorkey/base/timing.h>
 #include <corridorkey/clips.h>
 #include <corridorkey/errors.h>
 #include <corridorkey/job.h>
@@ -20,13 +21,10 @@
 
 namespace corridorkey::review {
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using timing::Clock;
+using timing::ms_since;
 
 namespace {
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
 
 /// How many finished jobs the list keeps (a session's running and queued ones all stay).
 constexpr size_t kMaxFinishedJobs = 50;

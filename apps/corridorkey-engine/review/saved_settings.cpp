@@ -3,6 +3,7 @@
 // apply it. Nothing applies it on its own.
 #include "review/key_jobs.h"
 
+#include <corridorkey/base/atomic_write.h>
 #include <corridorkey/errors.h>
 #include <corridorkey/job.h>
 #include <corridorkey/option_fields.h>
@@ -14,7 +15,6 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <random>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -113,32 +113,16 @@ json Keying::save_settings(const ClipEntry& c, const PostTweak& t, const std::st
   if (!cfg_.output_root.empty()) y += "output_root: " + yaml_string(cfg_.output_root) + "\n";
   y += "despill: " + number_text(t.despill) + "\ndespeckle: " + (t.despeckle ? "true" : "false") +
        "\ndespeckle_size: " + std::to_string(t.despeckle_size) + "\n";
-  // Whole or not at all: a temporary name in the folder, read back as a job, then renamed,
-  // both by name relative to the held folder (O_EXCL | O_NOFOLLOW: nothing followed; renameat
-  // replaces a link at the final name rather than writing through it).
-  std::string tmp_name;
-  int fd = -1;
-  std::random_device rd;
-  for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) {
-    tmp_name = ".review-settings.yaml." + std::to_string(::getpid()) + "." + std::to_string(rd());
-    fd = ::openat(dirfd, tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) throw HttpError(500, path + ": cannot write: " + std::strerror(errno));
-  const bool wrote = ::write(fd, y.data(), y.size()) == static_cast<ssize_t>(y.size()) && ::fsync(fd) == 0;
-  const std::string tmp = (fs::path(folder) / tmp_name).string();
-  try {
-    if (!wrote) throw std::runtime_error(std::string("write failed: ") + std::strerror(errno));
-    (void)load_job(tmp);  // what `job run` will read
-    ::close(fd);
-    fd = -1;
-    if (::renameat(dirfd, tmp_name.c_str(), dirfd, "review-settings.yaml") != 0)
-      throw std::runtime_error(std::strerror(errno));
-  } catch (const std::exception& e) {
-    if (fd >= 0) ::close(fd);
-    ::unlinkat(dirfd, tmp_name.c_str(), 0);
-    throw HttpError(500, path + ": not written: " + e.what());
-  }
+  // Whole or not at all: a temporary name in the folder, read back as a job (what `job run`
+  // will read), then renamed, both by name relative to the held folder (O_EXCL | O_NOFOLLOW:
+  // nothing followed; renameat replaces a link at the final name rather than writing through it).
+  base::AtomicWriteOptions w;
+  w.dir_fd = dirfd;
+  w.exact_mode = false;  // 0644 under the user's umask, as any file they write
+  w.temp_name = [] { return ".review-settings.yaml." + std::to_string(::getpid()) + "." + base::random_name_part(); };
+  w.validate = [&](const base::TempFile& t) { (void)load_job((fs::path(folder) / t.name()).string()); };
+  if (const auto why = base::atomic_write("review-settings.yaml", y, w); !why.empty())
+    throw HttpError(500, path + ": not written: " + why);
   return {{"path", path}, {"job_run", job_run}, {"inference", inference}};
 }
 

@@ -1,5 +1,6 @@
 #include "serve/channel.h"
 
+#include <corridorkey/base/atomic_write.h>
 #include <corridorkey/check.h>
 
 #include <arpa/inet.h>
@@ -225,19 +226,13 @@ std::string write_token_file(const std::string& path) {
              S_ISFIFO(st.st_mode) ? "is a FIFO (named pipe)" : S_ISLNK(st.st_mode) ? "is a symbolic link"
              : S_ISDIR(st.st_mode) ? "is a folder" : "is not a regular file",
              "; give a path that does not exist yet or a regular file, which is replaced");
-  // A temporary name of its own in the same folder (mkstemp: nothing already there is removed).
-  std::string tmp = path + ".XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  CK_CHECK(fd >= 0, IoError, path, ": cannot write the token file: ", sys_error());
-  ::fchmod(fd, 0600);
-  const std::string line = token + "\n";
-  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = sys_error();
-    ::unlink(tmp.c_str());
-    throw IoError(path + ": cannot write the token file: " + why);
-  }
+  // A temporary name of its own in the same folder, 0600 before a byte is written, renamed
+  // over the path; a link or FIFO swapped in since the check above is refused, not replaced.
+  base::AtomicWriteOptions w;
+  w.mode = 0600;
+  w.refuse_links = true;
+  const auto why = base::atomic_write(path, token + "\n", w);
+  CK_CHECK(why.empty(), IoError, path, ": cannot write the token file: ", why);
   return token;
 }
 

@@ -2,6 +2,7 @@
 
 #include "event_stream.h"
 
+#include <corridorkey/base/hash.h>
 #include <corridorkey/check.h>
 #include <corridorkey/option_fields.h>
 #include <corridorkey/profile.h>
@@ -46,8 +47,7 @@ std::string slot_key(const Profile& o, bool include_post) {
     text += "\n" + f.key + "=" + option_value(o, f.key);
   }
   text += "\nprofile=" + o.engine.profile;
-  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  const uint64_t h = base::fnv1a64(text);
   char b[16];
   std::snprintf(b, sizeof b, "m%012llx", static_cast<unsigned long long>(h & 0xffffffffffffull));
   return b;

@@ -8,6 +8,7 @@
 #include "serve/server.h"
 #include "serve/shm.h"
 
+#include <corridorkey/base/timing.h>
 #include <corridorkey/engine.h>
 #include <corridorkey/frame.h>
 
@@ -30,11 +31,8 @@
 namespace corridorkey::serve {
 
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-inline double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
+using timing::Clock;
+using timing::ms_since;
 
 /// One client: its channel, the model its model.load chose, whether it may call (TCP).
 struct Conn {

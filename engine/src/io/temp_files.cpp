@@ -1,5 +1,6 @@
 #include "io/temp_files.h"
 
+#include <corridorkey/base/atomic_write.h>
 #include <corridorkey/check.h>
 
 #include <atomic>
@@ -45,8 +46,7 @@ bool host_char(unsigned char c) { return std::isalnum(c) || c == '-'; }
 bool digit(unsigned char c) { return std::isdigit(c) != 0; }
 bool alnum(unsigned char c) { return std::isalnum(c) != 0; }
 
-/// Filesystems that refuse advisory locks (CIFS, some FUSE and Lustre mounts).
-bool locks_unsupported(int err) { return err == ENOLCK || err == EOPNOTSUPP || err == ENOSYS || err == EINVAL; }
+using base::locks_unsupported;
 
 /// A folder as pins are matched: absolute, lexically normal, no trailing '/'.
 std::string folder_key(const fs::path& dir) {
@@ -148,50 +148,32 @@ std::optional<TempName> parse_temp_name(const std::string& name) {
 
 TempFile::TempFile(const std::string& path, const std::string& suffix) {
   // .ck-tmp-l.<host>.<pid>.<counter>: fixed length whatever the output's name (a 255-byte
-  // frame name plus a suffix would exceed NAME_MAX), one per write.
+  // frame name plus a suffix would exceed NAME_MAX), one per write. Made and locked by the
+  // one temporary-file maker (corridorkey/base/atomic_write.h).
   static std::atomic<unsigned> counter{0};
   const auto dir = fs::path(path).parent_path();
   pinned_ = pinned_folder(dir);
-  const int at = pinned_ ? pinned_->fd : AT_FDCWD;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    name_ = kLockedPrefix + temp_host_tag() + "." + std::to_string(::getpid()) + "." +
-            std::to_string(counter++) + suffix;
-    const std::string rel = pinned_ ? name_ : (dir / name_).string();
-    // O_EXCL never follows a link at the name; O_NOFOLLOW says so for the pinned case.
-    fd_ = ::openat(at, rel.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd_ < 0 && errno == EEXIST) continue;
-    CK_CHECK(fd_ >= 0, IoError, path, ": cannot create file in ", dir.string(), " (", std::strerror(errno), ")");
-    // Pinned: writers open the file itself (its descriptor's /proc path), never a name in the
-    // folder that someone could swap for a link. A container's extension (videos: OpenCV
-    // picks the format from it) needs a name: the folder's descriptor and the name then.
-    path_ = !pinned_ ? rel : suffix.empty() ? proc_fd(fd_) : proc_fd(at) + "/" + name_;
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      const int err = errno;
-      if (locks_unsupported(err)) return;  // cleaners there never delete: no lock needed
-      ::unlinkat(at, rel.c_str(), 0);  // a cleaner is judging it this very moment: another name
-      ::close(fd_);
-      fd_ = -1;
-      continue;
-    }
-    // A cleaner may have taken the lock between our create and our flock, and unlinked the
-    // file: then we hold the lock of a removed file. Take another name.
-    struct stat st {};
-    if (::fstat(fd_, &st) == 0 && st.st_nlink > 0) return;
-    ::close(fd_);
-    fd_ = -1;
-  }
-  throw IoError(path + ": cannot create a temporary file in " + dir.string());
+  base::TempFile::Options o;
+  o.dir_fd = pinned_ ? pinned_->fd : AT_FDCWD;
+  o.dir = dir.string();
+  o.next_name = [suffix] {
+    return kLockedPrefix + temp_host_tag() + "." + std::to_string(::getpid()) + "." + std::to_string(counter++) + suffix;
+  };
+  o.lock = true;
+  file_ = std::make_unique<base::TempFile>(std::move(o));
+  CK_CHECK(file_->error().empty(), IoError, path, ": ", file_->error());
+  // Pinned: writers open the file itself (its descriptor's /proc path), never a name in the
+  // folder that someone could swap for a link. A container's extension (videos: OpenCV
+  // picks the format from it) needs a name: the folder's descriptor and the name then.
+  path_ = !pinned_ ? file_->at_path()
+          : suffix.empty() ? proc_fd(file_->fd())
+                           : proc_fd(pinned_->fd) + "/" + file_->name();
 }
 
-std::string TempFile::own_path() const { return proc_fd(fd_); }
+std::string TempFile::own_path() const { return proc_fd(file_->fd()); }
 
-TempFile::~TempFile() {
-  if (!committed_ && !path_.empty()) {
-    if (pinned_) ::unlinkat(pinned_->fd, name_.c_str(), 0);
-    else ::unlink(path_.c_str());
-  }
-  if (fd_ >= 0) ::close(fd_);  // releases the lock, after the rename or the unlink
-}
+// The base file removes itself unless renamed, then releases the lock.
+TempFile::~TempFile() = default;
 
 void TempFile::commit(const std::string& final_path) {
   struct stat st {};
@@ -208,16 +190,13 @@ void TempFile::commit(const std::string& final_path) {
     const auto name = fs::path(final_path).filename().string();
     if (::fstatat(pinned_->fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) refuse_special(final_path, st);
     // renameat replaces a link at the name, never its target.
-    CK_CHECK(::renameat(pinned_->fd, name_.c_str(), pinned_->fd, name.c_str()) == 0, IoError, final_path,
-             ": cannot move the finished file into place: ", std::strerror(errno));
-    committed_ = true;
+    const auto why = file_->rename_to(name);
+    CK_CHECK(why.empty(), IoError, final_path, ": cannot move the finished file into place: ", why);
     return;
   }
   if (::lstat(final_path.c_str(), &st) == 0) refuse_special(final_path, st);
-  std::error_code ec;
-  fs::rename(path_, final_path, ec);
-  CK_CHECK(!ec, IoError, final_path, ": cannot move the finished file into place: ", ec.message());
-  committed_ = true;
+  const auto why = file_->rename_to(final_path);
+  CK_CHECK(why.empty(), IoError, final_path, ": cannot move the finished file into place: ", why);
 }
 
 TempCleanup remove_stale_temp_files(const std::string& dir) {

@@ -19,6 +19,10 @@
 #include <string>
 #include <vector>
 
+namespace corridorkey::base {
+class TempFile;
+}
+
 namespace corridorkey::io {
 
 struct TempName {
@@ -57,11 +61,9 @@ class TempFile {
   void commit(const std::string& final_path);
 
  private:
-  std::string path_;
-  int fd_ = -1;
-  bool committed_ = false;
   std::shared_ptr<const PinnedFolder> pinned_;  // set when the folder is pinned (below)
-  std::string name_;                            // the temporary file's name in it
+  std::unique_ptr<base::TempFile> file_;        // the file, made and locked (atomic_write.h)
+  std::string path_;
 };
 
 /// Confined writing (InferenceOptions::confine_writes): output folders opened once, without

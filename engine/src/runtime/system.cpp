@@ -1,6 +1,8 @@
 #include <corridorkey/check.h>
 #include <corridorkey/system.h>
 
+#include <corridorkey/base/hash.h>
+
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -42,9 +44,8 @@ CpuFeatures cpu_features() {
         c.stepping = value(line);
       } else if (line.rfind("flags", 0) == 0) {
         const auto flags = value(line);
-        uint64_t h = 1469598103934665603ull;  // 64-bit FNV-1a, low 32 bits kept (the
-        for (unsigned char ch : flags) h = (h ^ ch) * 1099511628211ull;  // cache keys' form)
-        c.flags_hash = static_cast<uint32_t>(h & 0xffffffffu);
+        // Low 32 bits kept: eight hex digits in the identity (the cache keys' form).
+        c.flags_hash = static_cast<uint32_t>(base::fnv1a64(flags) & 0xffffffffu);
         std::istringstream words(flags);
         words.imbue(std::locale::classic());  // numbers in every locale
         for (std::string w; words >> w;) {

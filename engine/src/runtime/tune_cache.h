@@ -27,9 +27,16 @@ bool tune_cache_is_folder(const std::string& path);
 /// The cache a ModelOptions::tune_cache names: itself, or tune_cache_path() when empty.
 std::string tune_cache_resolve(const std::string& configured);
 
-/// The same three calls on the cache at `path` ("": none, plans live in memory only).
+/// The plan cached under plan key `key` in the cache at `path` ("": none, plans live in
+/// memory only), if any. `warning` gets a line when the file is corrupt (it is rebuilt on
+/// the next store), unreadable, or an older engine's (once per path in a process).
 std::optional<TunePlan> tune_cache_load(const std::string& path, const std::string& key, std::string& warning);
+/// Stores `plan` under plan.key (replacing an older one). Returns false, with `warning` set
+/// the first time in this process, when the cache cannot be written: the plan is then kept
+/// in memory, where tune_cache_load finds it.
 bool tune_cache_store(const std::string& path, const TunePlan& plan, std::string& warning);
+/// Every plan in the cache by key; `error` is set when it is corrupt, unreadable or an
+/// older engine's.
 std::map<std::string, TunePlan> tune_cache_read_all(const std::string& path, std::string& error);
 /// Stores every plan of `plans` at once: a single-file cache is read and written once, under
 /// its lock; "" when stored, else why not (nothing stored in a single-file cache, nor in a
@@ -44,17 +51,5 @@ std::optional<double> tune_cache_load_rate(const std::string& cache, const std::
 /// Stores it there by a plan file's rules (a temporary name and a rename; never over a file
 /// that is not this engine's). "" when stored, else why not.
 std::string tune_cache_store_rate(const std::string& cache, const std::string& key, double value);
-
-/// The plan cached under plan key `key`, if any (in tune_cache_path()). `warning` gets a line when the file is
-/// corrupt (it is rebuilt on the next store) or unreadable.
-std::optional<TunePlan> tune_cache_load(const std::string& key, std::string& warning);
-
-/// Stores `plan` under plan.key (replacing an older one). Returns false, with `warning`
-/// set the first time in this process, when the file cannot be written: the plan is then
-/// kept in memory, where tune_cache_load finds it.
-bool tune_cache_store(const TunePlan& plan, std::string& warning);
-
-/// Every plan in the file by key; `error` is set when it is corrupt or unreadable.
-std::map<std::string, TunePlan> tune_cache_read_all(std::string& error);
 
 }  // namespace corridorkey::detail

@@ -1,5 +1,7 @@
 #include "runtime/tune_cache_files.h"
 
+#include <corridorkey/base/atomic_write.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -37,8 +39,7 @@ const std::string& host_tag() {
   return tag;
 }
 
-/// Filesystems that refuse advisory locks (CIFS, some FUSE and Lustre mounts).
-bool locks_unsupported(int err) { return err == ENOLCK || err == EOPNOTSUPP || err == ENOSYS || err == EINVAL; }
+using base::locks_unsupported;
 
 bool all_of(const std::string& s, size_t lo, size_t hi, int (*pred)(int)) {
   if (s.size() < lo || s.size() > hi) return false;
@@ -91,52 +92,8 @@ TuneFolderLock::~TuneFolderLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-TuneTempFile::TuneTempFile(const std::string& dir) {
-  const std::string base = (std::filesystem::path(folder_of(dir)) /
-                            (kPrefix + host_tag() + "." + std::to_string(::getpid()) + ".XXXXXX"))
-                               .string();
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    std::string name = base;
-    // O_CLOEXEC: a program this process starts must not inherit the lock and keep a dead
-    // writer's file looking alive.
-    const int fd = ::mkostemp(name.data(), O_CLOEXEC);
-    if (fd < 0) {
-      error_ = std::strerror(errno);
-      return;
-    }
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      const int err = errno;
-      if (locks_unsupported(err)) {  // cleaners there never remove a file: no lock needed
-        fd_ = fd;
-        path_ = name;
-        return;
-      }
-      ::unlink(name.c_str());  // a cleaner is judging it this very moment: another name
-      ::close(fd);
-      continue;
-    }
-    // A cleaner may have taken the lock between mkstemp and our flock and unlinked the file:
-    // then we hold the lock of a removed file. Take another name.
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && st.st_nlink > 0) {
-      fd_ = fd;
-      path_ = name;
-      return;
-    }
-    ::close(fd);
-  }
-  error_ = "cannot create a temporary file in " + folder_of(dir);
-}
-
-TuneTempFile::~TuneTempFile() {
-  if (!renamed_ && !path_.empty()) ::unlink(path_.c_str());
-  if (fd_ >= 0) ::close(fd_);  // releases the lock, after the rename or the unlink
-}
-
-std::string TuneTempFile::rename_to(const std::string& final_path) {
-  if (std::rename(path_.c_str(), final_path.c_str()) != 0) return std::strerror(errno);
-  renamed_ = true;
-  return "";
+std::string tune_temp_name() {
+  return kPrefix + host_tag() + "." + std::to_string(::getpid()) + "." + base::random_name_part(6);
 }
 
 int remove_dead_tune_temps(const std::string& dir) {

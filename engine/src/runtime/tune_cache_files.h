@@ -10,8 +10,8 @@
 // file on a shared folder is not ours to judge). Earlier versions wrote
 // .corridorkey-engine-tune.XXXXXX with no lock, no host and no pid: such a file is removed
 // once it is an hour old (those writers held it for well under a second). Where the
-// filesystem refuses locks nothing of this version is removed. LibTorch-free; in
-// ck_runtime_core, so it cannot use ck_io's temp_files.
+// filesystem refuses locks nothing of this version is removed. LibTorch-free; the files are
+// made and locked by ck_base's TempFile, as the clip writer's are (io/temp_files.h).
 #pragma once
 
 #include <string>
@@ -36,26 +36,10 @@ class TuneFolderLock {
   int fd_ = -1;
 };
 
-/// A fresh temporary file in `dir` (mkstemp: never a file or link someone else made), locked
-/// until it is renamed or removed. error() non-empty when none could be made.
-class TuneTempFile {
- public:
-  explicit TuneTempFile(const std::string& dir);
-  ~TuneTempFile();  // removes the file unless renamed, then releases the lock
-  TuneTempFile(const TuneTempFile&) = delete;
-  TuneTempFile& operator=(const TuneTempFile&) = delete;
-  int fd() const { return fd_; }
-  const std::string& path() const { return path_; }
-  const std::string& error() const { return error_; }
-  /// Renames the file over `final_path` (replacing a link there, never its target). The
-  /// lock is held through the rename, so no cleaner can take the file first. "" or why not.
-  std::string rename_to(const std::string& final_path);
-
- private:
-  std::string path_, error_;
-  int fd_ = -1;
-  bool renamed_ = false;
-};
+/// A new temporary file's name (no folder): .corridorkey-engine-tune.<host>.<pid>. and six
+/// random characters. base::TempFile makes it (O_EXCL, locked until it is renamed or
+/// removed: corridorkey/base/atomic_write.h).
+std::string tune_temp_name();
 
 /// Removes the dead writers' temporary files in `dir` by the rules above; how many.
 int remove_dead_tune_temps(const std::string& dir);

@@ -363,13 +363,6 @@ std::string plan_key(const ModelOptions& m, const EngineSettings& e, const model
   return k.str();
 }
 
-bool same_engine_plan(const EngineSettings& a, const EngineSettings& b) {
-  return a.img_size == b.img_size && a.backbone_size == b.backbone_size && a.backbone_percent == b.backbone_percent &&
-         a.tiled_refiner == b.tiled_refiner && a.tile_size == b.tile_size && a.fused_refiner == b.fused_refiner &&
-         a.onednn_linear == b.onednn_linear && a.winograd_conv == b.winograd_conv &&
-         a.refiner_memory_budget_mb == b.refiner_memory_budget_mb;
-}
-
 PlanFacts plan_facts(const ModelOptions& m, const EngineSettings& e, const model::GreenFormerConfig& cfg,
                      const torch::Device& device) {
   PlanFacts f;

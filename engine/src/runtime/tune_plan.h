@@ -42,9 +42,4 @@ PlanFacts plan_facts(const ModelOptions& model, const EngineSettings& engine, co
 std::string plan_key(const ModelOptions& model, const EngineSettings& engine, const model::GreenFormerConfig& cfg,
                      const torch::Device& device);
 
-/// Whether two engines' settings give the same plan on one Model (size, refiner, Linear and
-/// convolution choices, memory budget): an engine like the one a Model was planned for
-/// reuses its plan.
-bool same_engine_plan(const EngineSettings& a, const EngineSettings& b);
-
 }  // namespace corridorkey::detail
