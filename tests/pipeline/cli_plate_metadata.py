@@ -230,7 +230,42 @@ for kind in ("Matte", "Layered"):
     else:
         fail(f"job run: no {path}")
 
-# 5. A plate without metadata (PNG) keeps today's header: no windows offset, no attributes.
+# 5. A DPX plate's timecode and frame rate, and a video plate's frame rate, reach the EXRs.
+dpx_clip = os.path.join(work, "dpx", "sh030")
+os.makedirs(os.path.join(dpx_clip, "Input"))
+plate8 = cv2.imread(os.path.join(gen, "Input", "0001.png"), cv2.IMREAD_UNCHANGED)[:, :, ::-1]
+spec = oiio.ImageSpec(plate8.shape[1], plate8.shape[0], 3, "uint16")
+spec.attribute("oiio:BitsPerSample", 10)
+spec.attribute("smpte:TimeCode", oiio.TypeTimeCode, (0x01000001, 0))  # BCD 01:00:00:01
+spec.attribute("dpx:FrameRate", 25.0)
+dpx = oiio.ImageOutput.create("dpx")
+dpx.open(os.path.join(dpx_clip, "Input", "0001.dpx"), spec)
+dpx.write_image(np.ascontiguousarray(plate8.astype(np.float32) / 255))
+dpx.close()
+run(["inference", dpx_clip, "--output-root", os.path.join(work, "out_dpx"), "--outputs", "matte"] + model)
+h, _ = exr_header(os.path.join(work, "out_dpx", "sh030", "Matte", "0001.exr"))
+tc = h.get("timeCode")
+check(tc is not None and (tc.hours, tc.minutes, tc.seconds, tc.frame) == (1, 0, 0, 1), f"DPX timecode lost: {tc}")
+check(h.get("framesPerSecond") == fractions.Fraction(25, 1), f"DPX frame rate lost: {h.get('framesPerSecond')}")
+
+video_clip = os.path.join(work, "video", "sh040")
+os.makedirs(video_clip)
+vw = cv2.VideoWriter(os.path.join(video_clip, "Input.mp4"), cv2.VideoWriter_fourcc(*"mp4v"), 25.0,
+                     (plate8.shape[1], plate8.shape[0]))
+if vw.isOpened():
+    for _ in range(2):
+        vw.write(np.ascontiguousarray(plate8[:, :, ::-1]))
+    vw.release()
+    run(["inference", video_clip, "--output-root", os.path.join(work, "out_video"),
+         "--outputs", "matte", "--video-out", "none"] + model)
+    vdir = os.path.join(work, "out_video", "sh040", "Matte")
+    mattes = sorted(os.listdir(vdir)) if os.path.isdir(vdir) else []
+    h = exr_header(os.path.join(vdir, mattes[0]))[0] if mattes else {}
+    check(h.get("framesPerSecond") == fractions.Fraction(25, 1), f"video frame rate lost: {h.get('framesPerSecond')}")
+else:
+    print("note: OpenCV cannot write mp4v here; the video plate's frame rate is not checked")
+
+# 6. A plate without metadata (PNG) keeps today's header: no windows offset, no attributes.
 png_clip = os.path.join(work, "png", "sh020")
 os.makedirs(os.path.join(png_clip, "Input"))
 shutil.copy(os.path.join(gen, "Input", "0001.png"), os.path.join(png_clip, "Input", "0001.png"))
