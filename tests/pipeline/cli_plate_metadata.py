@@ -160,14 +160,17 @@ if "Layered" in mats:
 # --skip-existing skips the frame whose outputs (the layered one too) read back, redoes a cut one.
 p = run(["inference", os.path.join(work, "clips"), "--output-root", out, "--comp-format", "exr", "--skip-existing",
          "--outputs", "matte,layered"] + model)
+check("1 skipped" in p.stdout + p.stderr, f"--skip-existing did not skip a complete frame: {(p.stdout + p.stderr)[-400:]}")
 lay_path = os.path.join(res, "Layered", "0001.exr")
-before = os.path.getmtime(lay_path)
 with open(lay_path, "r+b") as f:
     f.truncate(os.path.getsize(lay_path) // 2)
 run(["inference", os.path.join(work, "clips"), "--output-root", out, "--skip-existing",
      "--outputs", "matte,layered"] + model)
-check(os.path.getsize(lay_path) > 0 and oiio.ImageInput.open(lay_path) is not None and
-      exr_header(lay_path)[1]["matte.A"].shape == (FH, FW), "a cut layered EXR was not redone by --skip-existing")
+try:
+    redone = exr_header(lay_path)[1]["matte.A"].shape == (FH, FW)
+except Exception:  # noqa: BLE001 (still cut: OpenEXR refuses it)
+    redone = False
+check(redone, "a cut layered EXR was not redone by --skip-existing")
 
 # 3. A display-size hint is placed on the display window, never stretched: keying with it
 # equals keying with a data-window hint that is the generated hint with the display region
