@@ -28,6 +28,8 @@ FrameFlops frame_flops(const GreenFormerConfig& cfg) {
     const double keys = b.mask_unit_attn ? static_cast<double>(b.q_stride * b.window_size) : n;
     f.stage_linear[stage] += lin;
     f.stage_attention[stage] += 4 * nq * keys * dout;
+    (b.mask_unit_attn ? f.windowed_attention : f.global_attention) += 4 * nq * keys * dout;
+    (b.mask_unit_attn ? f.windowed_scores : f.global_scores) += nq * keys * static_cast<double>(b.heads);
     n = nq;
     if (stage < ends.size() && static_cast<int64_t>(i) == ends[stage]) stage = std::min<size_t>(stage + 1, 3);
   }

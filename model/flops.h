@@ -19,6 +19,12 @@ struct FrameFlops {
   std::array<double, 4> stage_linear{};
   /// Per encoder stage: the attention products.
   std::array<double, 4> stage_attention{};
+  /// The attention products split by kind: global blocks (every token a key) and
+  /// mask-unit (windowed) blocks. They sum to encoder_attention().
+  double global_attention = 0, windowed_attention = 0;
+  /// Attention scores per frame (queries x keys x heads), one exponential each, by kind.
+  /// Not FLOPs: FlopCounterMode counts no softmax; attention's own ceiling depends on them.
+  double global_scores = 0, windowed_scores = 0;
   double decoders = 0;  // both heads
   double refiner = 0;
 

@@ -2,18 +2,39 @@
 
 #include <corridorkey/check.h>
 
+#include "encoder_parts.h"
 #include "functional.h"
 
 #include <torch/nn/functional/activation.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 
 namespace corridorkey::model {
 namespace F = torch::nn::functional;
 
 namespace {
 thread_local const std::array<bool, 4>* t_native_by_stage = nullptr;
+std::atomic<EncoderPartTimes*> g_parts{nullptr};
+
+/// f(), its wall time added to `part` of the running EncoderPartClock, if one runs and the
+/// tensor `on` lives on the CPU (elsewhere the op would return before it is done).
+template <class F>
+torch::Tensor timed(double EncoderPartTimes::*part, const torch::Tensor& on, F&& f) {
+  EncoderPartTimes* p = g_parts.load(std::memory_order_acquire);
+  if (!p || !on.device().is_cpu()) return f();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto y = f();
+  p->*part += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ++p->calls;
+  return y;
+}
+constexpr auto kLinear = &EncoderPartTimes::linear_ms;
 }  // namespace
+
+EncoderPartClock::EncoderPartClock(EncoderPartTimes& into) { g_parts.store(&into, std::memory_order_release); }
+EncoderPartClock::~EncoderPartClock() { g_parts.store(nullptr, std::memory_order_release); }
 
 NativeAttentionScope::NativeAttentionScope(const std::array<bool, 4>* by_stage)
     : previous_(t_native_by_stage) {
@@ -27,16 +48,22 @@ MaskUnitAttentionImpl::MaskUnitAttentionImpl(const BlockSpec& spec) : spec_(spec
 }
 
 torch::Tensor MaskUnitAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& attn_mask) {
-  return functional::linear(proj, core(functional::linear(qkv, x), attn_mask));
+  const auto q = timed(kLinear, x, [&] { return functional::linear(qkv, x); });
+  const auto o = core(q, attn_mask);
+  return timed(kLinear, x, [&] { return functional::linear(proj, o); });
 }
 
 torch::Tensor MaskUnitAttentionImpl::core(const torch::Tensor& qkv_out, const torch::Tensor& attn_mask) {
   const int64_t N = qkv_out.size(1);
   const int64_t nw = spec_.mask_unit_attn ? N / (spec_.q_stride * spec_.window_size) : 1;
-  return functional::mask_unit_attention(qkv_out, spec_.heads, nw, spec_.q_stride,
-                                         flash_4d && nw == 1, attn_mask,
-                                         t_native_by_stage ? (*t_native_by_stage)[std::min<size_t>(stage, 3)]
-                                                           : native_attention);
+  const auto part = spec_.mask_unit_attn ? &EncoderPartTimes::windowed_attention_ms
+                                         : &EncoderPartTimes::global_attention_ms;
+  return timed(part, qkv_out, [&] {
+    return functional::mask_unit_attention(qkv_out, spec_.heads, nw, spec_.q_stride, flash_4d && nw == 1,
+                                           attn_mask,
+                                           t_native_by_stage ? (*t_native_by_stage)[std::min<size_t>(stage, 3)]
+                                                             : native_attention);
+  });
 }
 
 MlpImpl::MlpImpl(int64_t dim, int64_t hidden) {
@@ -46,7 +73,9 @@ MlpImpl::MlpImpl(int64_t dim, int64_t hidden) {
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   // Exact erf GELU, as timm's nn.GELU: in place on fc1's output, or fc1's fused epilogue.
-  return functional::linear(fc2, functional::linear_gelu(fc1, x));
+  // The GELU counts as linear time: it is fc1's epilogue where oneDNN fuses it.
+  const auto h = timed(kLinear, x, [&] { return functional::linear_gelu(fc1, x); });
+  return timed(kLinear, x, [&] { return functional::linear(fc2, h); });
 }
 
 HieraBlockImpl::HieraBlockImpl(const BlockSpec& s) {
@@ -65,7 +94,7 @@ torch::Tensor HieraBlockImpl::forward(torch::Tensor x, const torch::Tensor& attn
   auto xn = norm1->forward(x);
   if (proj) {
     // Expanding block: the residual is the max-pool (in unrolled order) of proj(LN1 x).
-    x = functional::linear(proj, xn);
+    x = timed(kLinear, xn, [&] { return functional::linear(proj, xn); });
     x = x.view({x.size(0), spec().q_stride, -1, x.size(-1)}).amax(1);
   }
   x = x + attn->forward(xn, attn_mask);
@@ -93,17 +122,17 @@ torch::Tensor HieraBlockImpl::forward_chunked(const torch::Tensor& x_in) {
   for (int64_t r0 = 0; r0 < rows; r0 += token_chunk) {
     const int64_t n = std::min(token_chunk, rows - r0);
     auto dst = qkv.narrow(0, r0, n);
-    if (onednn)
-      dst.copy_(functional::linear(attn->qkv, norm1->forward(x2.narrow(0, r0, n))));
-    else
-      at::addmm_out(dst, attn->qkv->bias, norm1->forward(x2.narrow(0, r0, n)), qw.t());
+    const auto xn = norm1->forward(x2.narrow(0, r0, n));
+    timed(kLinear, xn, [&] {
+      return onednn ? dst.copy_(functional::linear(attn->qkv, xn)) : at::addmm_out(dst, attn->qkv->bias, xn, qw.t());
+    });
   }
   const auto o = attn->core(qkv.view({B, N, qw.size(0)})).reshape({rows, C});
   auto out = torch::empty_like(x2);
   for (int64_t r0 = 0; r0 < rows; r0 += token_chunk) {
     const int64_t n = std::min(token_chunk, rows - r0);
     const auto xc = x2.narrow(0, r0, n);
-    const auto y = xc + functional::linear(attn->proj, o.narrow(0, r0, n));
+    const auto y = xc + timed(kLinear, xc, [&] { return functional::linear(attn->proj, o.narrow(0, r0, n)); });
     auto dst = out.narrow(0, r0, n);
     at::add_out(dst, y, mlp->forward(norm2->forward(y)));
   }
@@ -160,7 +189,7 @@ std::vector<torch::Tensor> HieraImpl::forward(const torch::Tensor& input, const 
   CK_CHECK(input.size(2) == input.size(3) && pe.size(1) == grid * grid, ModelError,
            "Hiera: a ", input.size(2), "x", input.size(3), " input needs a square input and a ",
            grid, "x", grid, " position embedding, got ", pe.size(1), " tokens");
-  auto x = patch_embed->forward(input) + pe;
+  auto x = timed(kLinear, input, [&] { return patch_embed->forward(input); }) + pe;
   x = functional::unroll(x, grid, grid, n_unroll, sy, sx);
 
   std::vector<torch::Tensor> features;

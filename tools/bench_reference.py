@@ -12,6 +12,13 @@ input, thread count and precision:
   reference-fast  the best plain-PyTorch setting for the device: on a CPU with bf16 (AMX or
                   avx512_bf16) bf16 weights + channels-last, on CUDA fp16 weights +
                   channels-last, otherwise fp32 channels-last
+  reference-openvino
+                  the same module converted by OpenVINO (ov.convert_model, then compiled for
+                  the device with INFERENCE_PRECISION_HINT from --precision: bf16 or f32);
+                  conversion and compiling are timed apart (setup_ms)
+  reference-compile
+                  the same module under torch.compile (Inductor) in reference-fast's setting;
+                  the first call's compiling is timed apart (setup_ms)
   reference-upstream
                   the reference package itself: CorridorKeyModule.core.model_transformer's
                   GreenFormer imported from a CorridorKey checkout (--reference-dir), its own
@@ -25,9 +32,11 @@ the model's in-place ReLUs and residual adds included (greenformer_ref.py).
       --img-size 1024 --variant reference --precision float32 --threads 2 --frames 3 \
       --warmup 1 --device cpu --output out.pt
 
-Prints one JSON object: per-frame stage times (medians), peak RSS of this process and its
+Prints one JSON object: per-frame stage times (medians; the whole forward only for the
+OpenVINO and compiled rows, which run as one graph), peak RSS of this process and its
 growth over the forward, and the precision actually used. --output writes {"alpha", "fg"}
 (float32) of the last frame. Weights and input are torch.save files of plain dicts.
+A row whose runtime is not installed prints {"variant", "not_installed": PACKAGE} and exits 0.
 """
 
 from __future__ import annotations
@@ -156,13 +165,66 @@ def hooked_forward(model):
     return run
 
 
+class AlphaFg(torch.nn.Module):
+    """The reference module with only what a user keeps, (alpha, fg): a graph runtime is not
+    made to copy out the intermediate features the reference forward also returns."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        out = self.model(x)
+        return out[-2], out[-1]
+
+
+def graph_forward(run):
+    """A whole-graph runtime timed as one stage: encoder, decoders and refiner are not
+    separable inside it, so their columns are 0 and the total is the forward."""
+    def forward(x, sync):
+        t0 = time.perf_counter()
+        alpha, fg = run(x)
+        sync()
+        ms = (time.perf_counter() - t0) * 1e3
+        return alpha, fg, (0.0, 0.0, 0.0, ms)
+    return forward
+
+
+def openvino_forward(model, x, precision: str, threads: int):
+    """OpenVINO's own PyTorch path: convert the module, compile it for the CPU with the
+    inference precision hint (bf16 runs bf16 matmuls and convolutions where the CPU has
+    them; f32 keeps float32). Returns (forward, setup_ms)."""
+    import warnings
+    import openvino as ov
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the converter's tracing warnings are not ours
+        ov_model = ov.convert_model(AlphaFg(model), example_input=x)
+    config = {"INFERENCE_PRECISION_HINT": "bf16" if precision == "bfloat16" else "f32",
+              "PERFORMANCE_HINT": "LATENCY"}
+    if threads > 0:
+        config["INFERENCE_NUM_THREADS"] = threads
+    compiled = ov.Core().compile_model(ov_model, "CPU", config)
+    request = compiled.create_infer_request()
+    setup_ms = (time.perf_counter() - t0) * 1e3
+    # What the plugin really runs: a bf16 hint on a CPU without bf16 falls back to f32.
+    used = str(compiled.get_property("INFERENCE_PRECISION_HINT")).lower()
+    effective = "bfloat16" if "bf16" in used else "float16" if "f16" in used else "float32"
+
+    def run(inp):
+        res = request.infer({0: inp.numpy()})
+        return tuple(torch.from_numpy(res[o].copy()) for o in compiled.outputs)
+    return graph_forward(run), setup_ms, ov.__version__.split("-")[0], effective
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--weights", required=True)
     ap.add_argument("--input", required=True, help="torch.save {'input': [1,4,S,S]}")
     ap.add_argument("--arch", required=True, choices=sorted(gr.CONFIGS))
     ap.add_argument("--img-size", type=int, required=True)
-    ap.add_argument("--variant", required=True, choices=("reference", "reference-5d", "reference-fast", "reference-upstream"))
+    ap.add_argument("--variant", required=True, choices=("reference", "reference-5d", "reference-fast", "reference-upstream",
+                             "reference-openvino", "reference-compile"))
     ap.add_argument("--reference-dir", help="CorridorKey checkout (reference-upstream)")
     ap.add_argument("--precision", default="float32", choices=sorted(DTYPES))
     ap.add_argument("--threads", type=int, default=0)
@@ -172,6 +234,13 @@ def main(argv=None) -> int:
     ap.add_argument("--output")
     a = ap.parse_args(argv)
 
+    needs = {"reference-openvino": "openvino"}.get(a.variant)
+    if needs:
+        try:
+            __import__(needs)
+        except ImportError:
+            print(json.dumps({"variant": a.variant, "not_installed": needs}))
+            return 0
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
@@ -196,9 +265,17 @@ def main(argv=None) -> int:
 
     dtype = DTYPES[a.precision]
     channels_last = False
-    if a.variant == "reference-fast":
+    if a.variant == "reference-openvino":
+        if dev.type != "cpu":
+            raise SystemExit(f"reference-openvino runs on the CPU here, not {a.device}")
+        # OpenVINO takes the float32 module and lowers precision itself (the hint below).
+        dtype = torch.float32
+    if a.variant in ("reference-fast", "reference-compile"):
+        # reference-compile keeps --precision: bench passes the engine plan's pick.
         channels_last = True
-        if dev.type == "cuda":
+        if a.variant == "reference-compile":
+            pass
+        elif dev.type == "cuda":
             dtype = torch.float16
         elif dev.type == "cpu":
             dtype = torch.bfloat16 if cpu_has_bf16() else torch.float32
@@ -210,8 +287,23 @@ def main(argv=None) -> int:
         x = x.contiguous(memory_format=torch.channels_last)
     sync = (lambda: torch.cuda.synchronize()) if dev.type == "cuda" else (lambda: None)
 
-    forward = (hooked_forward(model) if a.variant == "reference-upstream"
-               else lambda inp, s: timed_forward(model, inp, s))
+    setup_ms, runtime = 0.0, "eager"
+    if a.variant == "reference-upstream":
+        forward = hooked_forward(model)
+    elif a.variant == "reference-openvino":
+        forward, setup_ms, version, used = openvino_forward(model, x, a.precision, a.threads)
+        dtype, runtime = DTYPES[used], "openvino " + version
+    elif a.variant == "reference-compile":
+        compiled = torch.compile(AlphaFg(model))
+        forward, runtime = graph_forward(compiled), "torch.compile (inductor)"
+        # The first call compiles: timed here, apart from the frames.
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            compiled(x)
+        sync()
+        setup_ms = (time.perf_counter() - t0) * 1e3
+    else:
+        forward = lambda inp, s: timed_forward(model, inp, s)  # noqa: E731
     rss_before = rss_mib()
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
@@ -223,6 +315,8 @@ def main(argv=None) -> int:
         if i >= a.warmup:
             times.append(t)
     med = [statistics.median(s) for s in zip(*times)]
+    if a.variant == "reference-compile":
+        setup_ms = max(0.0, setup_ms - med[3])  # the first call also ran one frame
     if a.output:
         torch.save({"alpha": alpha.float().cpu().contiguous(), "fg": fg.float().cpu().contiguous()},
                    a.output)
@@ -232,6 +326,9 @@ def main(argv=None) -> int:
         "channels_last": channels_last,
         "threads": torch.get_num_threads(),
         "timm": gr.timm.__version__,
+        "runtime": runtime,
+        # Conversion (OpenVINO) or compiling (torch.compile), before and apart from the frames.
+        "setup_ms": setup_ms,
         "torch": torch.__version__,
         "encoder_ms": med[0], "decoders_ms": med[1], "refiner_ms": med[2], "median_ms": med[3],
         "min_ms": min(t[3] for t in times), "max_ms": max(t[3] for t in times),

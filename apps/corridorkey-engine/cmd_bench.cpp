@@ -21,10 +21,15 @@ void print_roofline(const BenchRow& r) {
   if (r.roofline.empty()) return;
   std::printf("%-30s roofline against a %s GEMM of 2048: %.1f GFLOP/s (%s)\n", "", r.gemm.precision.c_str(),
               r.gemm.gflops, r.gemm.cached ? "cached, or timed for an earlier row" : "timed now");
-  std::printf("%-30s   %-9s %10s %10s %10s %8s\n", "", "stage", "GFLOP", "ms", "GFLOP/s", "of GEMM");
-  for (const auto& s : r.roofline)
-    std::printf("%-30s   %-9s %10.1f %10.1f %10.1f %7.0f%%\n", "", s.stage.c_str(), s.gflop, s.ms, s.gflops,
+  std::printf("%-30s   %-22s %10s %10s %10s %8s\n", "", "stage", "GFLOP", "ms", "GFLOP/s", "of GEMM");
+  for (const auto& s : r.roofline) {
+    // The encoder's parts sit under it, indented; attention's exponentials beside them.
+    const std::string name = (s.part_of.empty() ? "" : "  ") + s.stage;
+    std::printf("%-30s   %-22s %10.1f %10.1f %10.1f %7.0f%%", "", name.c_str(), s.gflop, s.ms, s.gflops,
                 100 * s.of_gemm);
+    if (s.exp_g > 0) std::printf("   %.3f G exp", s.exp_g);
+    std::printf("\n");
+  }
   if (!r.notes.empty()) std::printf("%-30s %s\n", "", r.notes.c_str());
 }
 
@@ -32,16 +37,19 @@ void print_flop_counts(const FlopCounts& c, int64_t img_size, bool json) {
   if (json) {
     std::cout << nlohmann::json{{"img_size", img_size}, {"encoder_linear", c.encoder_linear},
                                 {"encoder_attention", c.encoder_attention},
+                                {"global_attention", c.global_attention},
+                                {"windowed_attention", c.windowed_attention},
+                                {"exp_g", (c.global_scores + c.windowed_scores) / 1e9},
                                 {"encoder_stages", {c.stages[0], c.stages[1], c.stages[2], c.stages[3]}},
                                 {"decoders", c.decoders}, {"refiner", c.refiner}, {"total", c.total}}
                      .dump()
               << std::endl;
     return;
   }
-  std::printf("nominal GFLOP of one frame at %lld: encoder %.2f (linear %.2f, attention %.2f; stages %.2f / %.2f / "
-              "%.2f / %.2f), decoders %.2f, refiner %.2f, total %.2f\n",
+  std::printf("nominal GFLOP of one frame at %lld: encoder %.2f (linear %.2f, attention %.2f: global %.2f, "
+              "windowed %.2f; stages %.2f / %.2f / %.2f / %.2f), decoders %.2f, refiner %.2f, total %.2f\n",
               static_cast<long long>(img_size), (c.encoder_linear + c.encoder_attention) / 1e9, c.encoder_linear / 1e9,
-              c.encoder_attention / 1e9, c.stages[0] / 1e9, c.stages[1] / 1e9, c.stages[2] / 1e9, c.stages[3] / 1e9,
+              c.encoder_attention / 1e9, c.global_attention / 1e9, c.windowed_attention / 1e9, c.stages[0] / 1e9, c.stages[1] / 1e9, c.stages[2] / 1e9, c.stages[3] / 1e9,
               c.decoders / 1e9, c.refiner / 1e9, c.total / 1e9);
 }
 
@@ -99,6 +107,9 @@ void print_pipeline(const BenchOptions& b, const std::string& clip_size, bool js
 
 /// One bench row as NDJSON: the times, memory, drift, what ran and, with --roofline, the rates.
 nlohmann::json row_json(const BenchRow& r) {
+  if (!r.not_installed.empty())
+    return {{"profile", r.profile}, {"precision", r.precision}, {"device", r.info.device},
+            {"not_installed", r.not_installed}};
   nlohmann::json j{{"profile", r.profile}, {"precision", r.precision},
                    {"device", r.info.device}, {"img_size", r.info.img_size},
                    {"backbone_size", r.info.backbone_size ? r.info.backbone_size : r.info.img_size},
@@ -116,6 +127,7 @@ nlohmann::json row_json(const BenchRow& r) {
                    {"device_peak_reserved", r.peak.device_peak_reserved},
                    {"alpha_max_diff", r.alpha_max_diff}, {"fg_max_diff", r.fg_max_diff},
                    {"ratio", r.ratio}, {"process_peak_rss", r.process_peak_rss},
+                   {"setup_ms", r.setup_ms},
                    {"routed_stage2", r.routed_stage2}, {"routed_stage3", r.routed_stage3},
                    {"attention", r.info.attention}, {"refiner", r.info.refiner},
                    {"tune_origin", to_string(r.info.tune.origin)}};
@@ -128,14 +140,21 @@ nlohmann::json row_json(const BenchRow& r) {
                  {"trial_ms", r.gemm.trial_ms}};
     j["notes"] = r.notes;
     for (const auto& st : r.roofline)
-      j["roofline"].push_back({{"stage", st.stage}, {"gflop", st.gflop}, {"ms", st.ms},
-                               {"gflops", st.gflops}, {"of_gemm", st.of_gemm}});
+      j["roofline"].push_back({{"stage", st.stage}, {"part_of", st.part_of}, {"gflop", st.gflop},
+                               {"ms", st.ms}, {"gflops", st.gflops}, {"of_gemm", st.of_gemm},
+                               {"exp_g", st.exp_g}});
   }
   return j;
 }
 
 /// One bench row in words: the table's line, then what ran and its peaks.
 void print_row(const BenchRow& r) {
+  if (!r.not_installed.empty()) {
+    std::printf("%-30s not installed: Python package '%s' (scripts/setup.sh installs it into the venv)\n",
+                r.profile.c_str(), r.not_installed.c_str());
+    std::fflush(stdout);
+    return;
+  }
   std::printf("%-30s %-10s %-9s %10.1f %6.3f %9.1f %9.1f %9.1f %9.1f %9.1f %11.1f %11.1f %10.2e %10.2e\n",
               r.profile.c_str(), r.precision.c_str(), r.info.device.c_str(), r.median_ms,
               r.ratio, r.min_ms, r.max_ms, r.median_stages.encoder_ms, r.median_stages.decoders_ms,
@@ -168,7 +187,10 @@ void print_row(const BenchRow& r) {
                 static_cast<long long>(r.info.backbone_size), static_cast<long long>(r.info.img_size));
   }
   if (r.process_peak_rss)
-    std::printf("%-30s PyTorch process peak RSS %.1f MiB\n", "", mib(r.process_peak_rss));
+    std::printf("%-30s PyTorch process peak RSS %.1f MiB, %s\n", "", mib(r.process_peak_rss),
+                r.info.compile_mode_effective.c_str());
+  if (r.setup_ms > 0)
+    std::printf("%-30s converting / compiling once: %.1f ms, not in the frame times\n", "", r.setup_ms);
   if (r.peak.encoder_peak + r.peak.refiner_peak)
     std::printf("%-30s stage peaks: encoder %.1f MiB, decoders %.1f MiB, refiner %.1f MiB\n", "",
                 mib(r.peak.encoder_peak), mib(r.peak.decoders_peak), mib(r.peak.refiner_peak));
@@ -204,7 +226,7 @@ BenchArgs add_bench_flags(CLI::App* cmd) {
       ->capture_default_str();
   b->random_arch = "hiera_base_plus";
   cmd->add_option("--img-size", b->img_size, "model resolution (multiple of 32)")->capture_default_str();
-  non_empty_path(cmd->add_option("--profile", *profiles, "profile to run, NAME or NAME:field=value[,...], or a PyTorch eager row: reference, reference-5d, reference-fast, reference-upstream (needs --reference-dir) (repeat; the first row is the base of ratio and drift)"))
+  non_empty_path(cmd->add_option("--profile", *profiles, "profile to run, NAME or NAME:field=value[,...], or a PyTorch eager row: reference, reference-5d, reference-fast, reference-upstream (needs --reference-dir), reference-openvino, reference-compile (these two in the plan's precision unless :precision=P) (repeat; the first row is the base of ratio and drift)"))
       ->take_all();
   non_empty_path(cmd->add_option("--reference-dir", b->reference_dir,
                                  "a CorridorKey checkout: adds the row reference-upstream (its own GreenFormer "

@@ -14,11 +14,13 @@
 #include <torch/serialize.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,15 +74,40 @@ std::string run(const std::string& cmd) {
   return out;
 }
 
+/// "float32" / "bfloat16" / "float16" for the spellings model_precision takes.
+std::string precision_name(const std::string& v) {
+  return v == "bf16" || v == "bfloat16" ? "bfloat16"
+         : v == "fp16" || v == "float16" || v == "half" ? "float16"
+                                                         : "float32";
+}
+
 }  // namespace
 
 bool is_reference_row(const std::string& p) {
-  return p == "reference" || p == "reference-5d" || p == "reference-fast" ||
-         p == "reference-upstream";
+  const auto name = p.substr(0, p.find(':'));
+  return name == "reference" || name == "reference-5d" || name == "reference-fast" ||
+         name == "reference-upstream" || name == "reference-openvino" ||
+         name == "reference-compile";
 }
 
-BenchRow run_reference_row(const BenchOptions& b, const std::string& variant,
+BenchRow run_reference_row(const BenchOptions& b, const std::string& spec,
+                           const std::function<std::string()>& plan_precision,
                            std::vector<float>& alpha, std::vector<float>& fg) {
+  const std::string variant = spec.substr(0, spec.find(':'));
+  std::string asked;  // the spec's own precision=, if any
+  if (const auto colon = spec.find(':'); colon != std::string::npos) {
+    std::istringstream fields(spec.substr(colon + 1));
+    for (std::string f; std::getline(fields, f, ',');) {
+      const auto eq = f.find('=');
+      const auto key = f.substr(0, eq), value = eq == std::string::npos ? "" : f.substr(eq + 1);
+      CK_CHECK((key == "precision" || key == "model_precision") &&
+                   (value == "float32" || value == "fp32" || value == "bfloat16" || value == "bf16" ||
+                    value == "float16" || value == "fp16" || value == "half"),
+               ConfigError, "bench --profile ", spec, ": a reference row takes only precision=",
+               "float32|bfloat16|float16, not '", f, "'");
+      asked = precision_name(value);
+    }
+  }
   const std::string python = reference_python();
   const fs::path script = config::tools_dir() / "bench_reference.py";
   std::error_code ec;
@@ -114,10 +141,14 @@ BenchRow run_reference_row(const BenchOptions& b, const std::string& variant,
   }
   std::string precision = "float32";
   for (const auto& [k, v] : b.overrides)
-    if (k == "model_precision")
-      precision = v == "bf16" || v == "bfloat16" ? "bfloat16"
-                  : v == "fp16" || v == "float16" || v == "half" ? "float16"
-                                                                  : "float32";
+    if (k == "model_precision") precision = precision_name(v);
+  const bool graph = variant == "reference-openvino" || variant == "reference-compile";
+  if (!asked.empty())
+    precision = asked;
+  else if (graph && precision == "float32" &&
+           std::none_of(b.overrides.begin(), b.overrides.end(),
+                        [](const auto& o) { return o.first == "model_precision"; }))
+    precision = precision_name(plan_precision());
   const std::string device = choose_device(b.device, probe_devices());
   const std::string cmd =
       quote(python) + " " + quote(script.string()) + " --weights " + quote((dir / "weights.pt").string()) +
@@ -132,12 +163,21 @@ BenchRow run_reference_row(const BenchOptions& b, const std::string& variant,
   CK_CHECK(nl != std::string::npos, ModelError, "reference benchmark printed no result:\n", out);
   const auto j = nlohmann::json::parse(out.substr(nl));
   BenchRow row;
-  row.profile = variant;
+  row.profile = spec;
+  if (j.contains("not_installed")) {
+    row.not_installed = j.at("not_installed").get<std::string>();
+    row.precision = precision;
+    row.info.device = device;
+    fs::remove_all(dir, ec);
+    return row;
+  }
   row.precision = j.at("precision").get<std::string>() +
                   (j.at("channels_last").get<bool>() ? ", channels-last" : "");
   row.info.device = device;
   row.info.img_size = b.img_size;
-  row.info.compile_mode_effective = "eager (PyTorch, timm " + j.at("timm").get<std::string>() + ")";
+  row.info.compile_mode_effective =
+      j.value("runtime", std::string("eager")) + " (PyTorch, timm " + j.at("timm").get<std::string>() + ")";
+  row.setup_ms = j.value("setup_ms", 0.0);
   row.median_ms = j.at("median_ms");
   row.min_ms = j.at("min_ms");
   row.max_ms = j.at("max_ms");

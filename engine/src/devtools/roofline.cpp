@@ -64,7 +64,8 @@ GemmRate gemm_rate(const std::string& device, const std::string& precision, cons
 }
 
 std::vector<RooflineStage> roofline_stages(const model::FrameFlops& f, const StageTimings& m, double total_ms,
-                                           double rate) {
+                                           double rate, const model::EncoderPartTimes* parts,
+                                           double parts_encoder_ms) {
   auto stage = [&](const char* name, double flops, double ms) {
     RooflineStage s;
     s.stage = name;
@@ -74,8 +75,24 @@ std::vector<RooflineStage> roofline_stages(const model::FrameFlops& f, const Sta
     s.of_gemm = rate > 0 ? s.gflops / rate : 0;
     return s;
   };
-  return {stage("encoder", f.encoder(), m.encoder_ms), stage("decoders", f.decoders, m.decoders_ms),
-          stage("refiner", f.refiner, m.refiner_ms), stage("total", f.total(), total_ms)};
+  std::vector<RooflineStage> out{stage("encoder", f.encoder(), m.encoder_ms)};
+  if (parts) {
+    auto part = [&](const char* name, double flops, double ms, double scores) {
+      auto s = stage(name, flops, ms);
+      s.part_of = "encoder";
+      s.exp_g = scores / 1e9;
+      out.push_back(s);
+    };
+    part("global attention", f.global_attention, parts->global_attention_ms, f.global_scores);
+    part("windowed attention", f.windowed_attention, parts->windowed_attention_ms, f.windowed_scores);
+    part("linear", f.encoder_linear(), parts->linear_ms, 0);
+    const double timed = parts->global_attention_ms + parts->windowed_attention_ms + parts->linear_ms;
+    part("other", 0, std::max(0.0, parts_encoder_ms - timed), 0);
+  }
+  for (auto s : {stage("decoders", f.decoders, m.decoders_ms), stage("refiner", f.refiner, m.refiner_ms),
+                 stage("total", f.total(), total_ms)})
+    out.push_back(s);
+  return out;
 }
 
 }  // namespace corridorkey::devtools

@@ -6,6 +6,7 @@
 
 #include <corridorkey/bench.h>
 
+#include "model/encoder_parts.h"
 #include "model/flops.h"
 
 #include <string>
@@ -21,7 +22,12 @@ GemmRate gemm_rate(const std::string& device, const std::string& precision, cons
 
 /// The stages of a timed row against `rate`: encoder, decoders, refiner and the whole
 /// frame (the row's median), each with its nominal GFLOP and the share of the rate it ran at.
+/// `parts`, when given, is one instrumented frame's split of its encoder time
+/// (`parts_encoder_ms`): its rows follow "encoder", the rest of that frame's encoder time
+/// as "other".
 std::vector<RooflineStage> roofline_stages(const model::FrameFlops& flops, const StageTimings& median,
-                                           double total_ms, double rate_gflops);
+                                           double total_ms, double rate_gflops,
+                                           const model::EncoderPartTimes* parts = nullptr,
+                                           double parts_encoder_ms = 0);
 
 }  // namespace corridorkey::devtools

@@ -79,9 +79,13 @@ struct OpTime {
 /// as a share of the machine's GEMM rate. Winograd convolutions do fewer than the nominal
 /// FLOPs, so a refiner can show more than 1.
 struct RooflineStage {
-  std::string stage;  // "encoder", "decoders", "refiner", "total"
+  /// "encoder", "decoders", "refiner", "total"; on the CPU also the encoder's parts
+  /// "global attention", "windowed attention", "linear" and "other" (part_of "encoder").
+  std::string stage;
+  std::string part_of;  // "encoder" for its parts, "" for the stages
   double gflop = 0, ms = 0, gflops = 0;
   double of_gemm = 0;  // gflops / GemmRate::gflops
+  double exp_g = 0;    // attention parts: exponentials per frame, billions (not in gflop)
 };
 
 /// A square GEMM of 2048 on the row's device and precision: LibTorch's own matmul rate.
@@ -96,6 +100,8 @@ struct GemmRate {
 /// Nominal FLOPs of one frame (see RooflineStage), per part.
 struct FlopCounts {
   double encoder_linear = 0, encoder_attention = 0, decoders = 0, refiner = 0, total = 0;
+  double global_attention = 0, windowed_attention = 0;  // encoder_attention by kind
+  double global_scores = 0, windowed_scores = 0;        // one exponential each (not FLOPs)
   double stages[4] = {0, 0, 0, 0};  // per encoder stage: linear and attention
 };
 
@@ -113,6 +119,9 @@ struct BenchRow {
   double alpha_max_diff = 0, fg_max_diff = 0;  // vs the first profile (0 for the first)
   double ratio = 1.0;                  // median_ms / the first row's median_ms
   uint64_t process_peak_rss = 0;       // reference rows: peak RSS of the Python process
+  double setup_ms = 0;                 // reference-openvino / -compile: converting or compiling,
+                                       // once, before and apart from the timed frames
+  std::string not_installed;           // a reference row whose runtime is missing: its package
   double routed_stage2 = 1.0, routed_stage3 = 1.0;  // token routing: fraction attended
   std::vector<OpTime> top_ops;         // --ops N: the last timed frame's operators
   std::vector<RooflineStage> roofline;  // --roofline: encoder, decoders, refiner, total
