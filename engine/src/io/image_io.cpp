@@ -111,7 +111,7 @@ std::vector<std::string> exr_channels(const Imf::ChannelList& cl, const std::str
 
 /// `metadata` null: the display window, as hints are read. Else (a plate) the data window
 /// together with the display window, and what the header carries to the outputs.
-Image read_exr(const std::string& path, std::shared_ptr<const PlateMetadata>* metadata, int64_t max_pixels) {
+Image read_exr(const std::string& path, std::shared_ptr<const PlateMetadata>* metadata, const DecodeLimits& limits) {
   try {
     Imf::InputFile file(path.c_str());
     const auto& header = file.header();
@@ -122,10 +122,12 @@ Image read_exr(const std::string& path, std::shared_ptr<const PlateMetadata>* me
     if (metadata) {
       frame.extendBy(dw);
       // A data window far off the display window makes their union huge though each is
-      // small: refused like any frame over the pixel limit, before it is allocated.
+      // small (what check_image_size saw): refused like any frame over the pixel limit or
+      // the decode budget, before it is allocated.
       const int64_t fw = int64_t{frame.max.x} - frame.min.x + 1, fh = int64_t{frame.max.y} - frame.min.y + 1;
-      CK_CHECK(fw * fh <= max_pixels, IoError, path, ": its data and display windows together span ", fw, "x",
-               fh, " pixels, over the limit of ", max_pixels, " (--max-pixels)");
+      CK_CHECK(fw * fh <= limits.max_pixels, IoError, path, ": its data and display windows together span ", fw,
+               "x", fh, " pixels, over the limit of ", limits.max_pixels, " (--max-pixels)");
+      if (frame != dw) check_decode_budget(path, ImageSize{fw, fh, 4, 4, 1}, 0, limits);
       auto m = std::make_shared<PlateMetadata>();
       m->display = PixelBox{disp_window.min.x, disp_window.min.y, disp_window.max.x, disp_window.max.y};
       m->frame = PixelBox{frame.min.x, frame.min.y, frame.max.x, frame.max.y};
@@ -311,7 +313,7 @@ Image read_image(const std::string& path, const DecodeLimits& limits) {
   const auto e = lower_ext(path);
   check_image_size(path, limits);  // before any pixel memory is allocated
   if (e == ".dpx" || has_dpx_magic(path)) return read_dpx(path);
-  return e == ".exr" ? read_exr(path, nullptr, limits.max_pixels) : read_cv(path);
+  return e == ".exr" ? read_exr(path, nullptr, limits) : read_cv(path);
 }
 
 Image read_plate(const std::string& path, const DecodeLimits& limits,
@@ -322,7 +324,7 @@ Image read_plate(const std::string& path, const DecodeLimits& limits,
   const auto e = lower_ext(path);
   check_image_size(path, limits);
   if (e == ".dpx" || has_dpx_magic(path)) return read_dpx(path, &metadata);
-  return e == ".exr" ? read_exr(path, &metadata, limits.max_pixels) : read_cv(path);
+  return e == ".exr" ? read_exr(path, &metadata, limits) : read_cv(path);
 }
 
 ExrCompression parse_exr_compression(const std::string& n) {

@@ -24,11 +24,9 @@ ReadItem FrameReader::read_frame(size_t ci, int index) const {
   const auto& file = p.clip.input.frames[index];
   try {
     const auto t = Clock::now();
+    if (!p.generate_hint) check_shapes_from_headers(file, p.clip.hint.frames[index]);  // before decoding
     std::shared_ptr<const io::PlateMetadata> meta;
     Image plate = io::read_plate(file, limits_, meta);
-    // An overscan plate's hint is the size of its display or its data window, checked exactly
-    // in prepare_frame; the aspect check of the headers (the display window's) is for the others.
-    if (!p.generate_hint && !(meta && meta->overscan())) check_shapes_from_headers(file, p.clip.hint.frames[index]);
     Image hint = p.generate_hint ? Image{} : io::read_image(p.clip.hint.frames[index], limits_);
     return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t), std::move(meta));
   } catch (const std::exception& e) {
@@ -78,7 +76,8 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
       } else if (wanted) {
         frame_file([&] {
           const auto a = header_size(file);
-          if (vhint) check_aspect(file, a.width, a.height, vhint->width(), vhint->height());
+          // An overscan plate's hint is checked exactly once it is read (prepare_frame).
+          if (vhint && !io::has_overscan(file)) check_aspect(file, a.width, a.height, vhint->width(), vhint->height());
           plate = io::read_plate(file, limits_, meta);
         });
       }

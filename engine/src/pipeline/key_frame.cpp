@@ -159,11 +159,11 @@ RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine, FrameSource src,
   std::shared_ptr<const io::PlateMetadata> meta;  // what the plate file's outputs carry
   if (src.plate.empty()) {
     CK_CHECK(!src.plate_file.empty(), ConfigError, "key_frame: no plate (neither a file nor an image)");
+    if (src.hint.empty() && !src.hint_file.empty())
+      pipeline::check_shapes_from_headers(src.plate_file, src.hint_file);
     io::DecodeLimits limits;
     limits.max_pixels = s.max_pixels;
     src.plate = io::read_plate(src.plate_file, limits, meta);
-    if (src.hint.empty() && !src.hint_file.empty() && !(meta && meta->overscan()))
-      pipeline::check_shapes_from_headers(src.plate_file, src.hint_file);
   }
   if (src.hint.empty() && !src.hint_file.empty()) src.hint = io::read_image(src.hint_file, s.max_pixels);
   const double read_ms = ms_since(t_read);
