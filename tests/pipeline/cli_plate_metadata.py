@@ -3,7 +3,9 @@
 (docs/clips.md, "What carries over" and "The layered output"), through the real binary:
 an anamorphic 2:1 plate with 64 px of overscan on each side, timecode 01:00:00:01, a frame
 rate and a custom string attribute, written by OpenEXR's Python package; the outputs read
-back by OpenEXR and by OpenImageIO (its Python module and `oiiotool --info -v`).
+back by OpenEXR and by OpenImageIO (its Python module and `oiiotool --info -v`), through
+`inference`, a `job run` chunk and `serve`'s frame.key; DPX and video plates' timecode and
+frame rate.
 
   cli_plate_metadata.py CLI WORKDIR SOURCE_DIR     (CK_MAKE_CLIP: the test clip generator)
 """
@@ -232,6 +234,22 @@ for kind in ("Matte", "Layered"):
         check_metadata(path, f"job run {kind}")
     else:
         fail(f"job run: no {path}")
+
+# serve's frame.key reads the plate from its path and writes through the same writer.
+sys.path.insert(0, os.path.join(src, "tools"))
+from corridorkey_client import Client  # noqa: E402
+
+served = {k: os.path.join(work, f"served_{k}.exr") for k in ("matte", "processed")}
+try:
+    with Client.spawn(cli, ["--tune", "off"] + model, stderr=subprocess.PIPE) as ck:
+        ck.key(os.path.join(clip, "Input", "0001.exr"), outputs=served)
+except Exception as e:  # noqa: BLE001
+    fail(f"serve frame.key: {e}")
+for k, path in served.items():
+    if os.path.exists(path):
+        check_metadata(path, f"serve {k}")
+    else:
+        fail(f"serve: no {path}")
 
 # 5. A DPX plate's timecode and frame rate, and a video plate's frame rate, reach the EXRs.
 dpx_clip = os.path.join(work, "dpx", "sh030")
