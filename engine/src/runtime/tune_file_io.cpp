@@ -45,11 +45,6 @@ std::string read_text(const std::string& path, FileState& st) {
     st.error = "is " + std::to_string(sb.st_size) + " bytes, over the " + std::to_string(kMaxCacheBytes) +
                " (8 MiB) a cache file may be";
   } else {
-    // Permission bits only: a set-user-ID, set-group-ID or sticky bit on a cache file is a
-    // mistake or a plant, never carried onto the file written in its place.
-    st.mode = sb.st_mode & 0777;
-    st.uid = sb.st_uid;
-    st.gid = sb.st_gid;
     // Read-only means no write bit at all (0444), whoever runs: root may write anything,
     // and a file its owner made read-only must still be left as it is.
     st.writable = (sb.st_mode & 0222) != 0 && ::access(path.c_str(), W_OK) == 0;

@@ -6,8 +6,7 @@
 
 #include <corridorkey/tune.h>
 
-#include <sys/types.h>
-
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -20,9 +19,6 @@ struct FileState {
   bool exists = false;
   bool ours = false;   // a JSON object in this engine's cache format: the only kind replaced
   bool writable = false;  // a regular file with a write permission bit the process may use
-  mode_t mode = 0644;  // kept when the file is replaced
-  uid_t uid = 0;       // the owner, kept when the file is replaced (or it is not replaced)
-  gid_t gid = 0;
   std::string error;  // non-empty: unreadable, foreign or corrupt
   std::vector<std::pair<std::string, std::string>> raw;  // key -> plan JSON text (kept as read)
   std::map<std::string, TunePlan> plans;
@@ -36,7 +32,7 @@ std::filesystem::file_type type_at(const std::string& path);
 
 /// The file's text: opened non-blocking and without following a final symbolic link, and
 /// checked to be a regular file of at most 8 MiB before a byte is read. Missing: empty text
-/// and no error. `st` gets what was found (exists, mode, owner, writable, error).
+/// and no error. `st` gets what was found (exists, writable, error).
 std::string read_text(const std::string& path, FileState& st);
 
 /// Why the file `st` describes may not be replaced ("" when it may): only a missing file, or
@@ -49,7 +45,7 @@ std::string too_large(size_t bytes);
 /// Writes `text` to `path` through a fresh locked temporary file in `folder` (dead writers'
 /// ones removed first), synced, then renamed over it (the rename replaces a link planted
 /// meanwhile, never its target). The file replaced keeps its owner, group and permission
-/// bits. "" when written, else why not.
+/// bits (base::atomic_write's keep_owner). "" when written, else why not.
 std::string replace_file(const std::string& path, const std::filesystem::path& folder, const std::string& text);
 
 }  // namespace corridorkey::detail
