@@ -45,6 +45,17 @@ rm "$CORRIDORKEY_TUNE_CACHE"
 tune --img-size 128 > "$work/c2.txt" 2>&1 || fail "tune after removing it: $(cat "$work/c2.txt")"
 "$py" -c "import json,sys; json.load(open(sys.argv[1]))" "$CORRIDORKEY_TUNE_CACHE" || fail "cache not rebuilt"
 
+# 4b. a cache of the previous format (version 1: plan keys with the CPU identity's old flags
+#     hash) is said once, its plans timed again, and the file replaced in this version
+old="$work/old/tune.json"; mkdir -p "$work/old"
+printf '{"format": "corridorkey-engine tune cache", "version": 1, "plans": {"k": {"origin": "trials", "trial_ms": 1, "decisions": []}}}\n' > "$old"
+tune --img-size 128 --tune-cache "$old" > "$work/o.txt" 2>&1 || fail "tune over an old cache: $(cat "$work/o.txt")"
+[ "$(grep -c "tune cache $old was written by an older engine (cache version 1" "$work/o.txt")" = 1 ] \
+  || fail "no single note for an old cache: $(cat "$work/o.txt")"
+grep -q "plan: timed now" "$work/o.txt" || fail "the old cache's plans were not timed again: $(cat "$work/o.txt")"
+"$py" -c "import json,sys; c=json.load(open(sys.argv[1])); assert c['version'] == 2 and 'k' not in c['plans'], c" "$old" \
+  || fail "the old cache was not replaced in this version: $(cat "$old")"
+
 # 5. a job export pins the planning machine's precision in every chunk's command
 mkdir -p "$work/job/clips/shot/Input"
 "$py" -c "
@@ -147,7 +158,8 @@ grep -q -- "--tune-cache '$work/job/farm-plans/'" "$work/job/farm.sbatch" || fai
 "$cli" job export "$work/job/farm.yaml" --to openjd -o "$work/job/farm.openjd.yaml" || fail "export openjd (farm)"
 grep -q -- "\"--tune-cache\", \"$work/job/farm-plans/\"" "$work/job/farm.openjd.yaml" \
   || fail "openjd export lacks the cache: $(cat "$work/job/farm.openjd.yaml")"
-# 9. (issue 38) bench --roofline: four stages whose nominal GFLOP add up, the GEMM rate
+# 9. (issue 38) bench --roofline: four stages whose nominal GFLOP add up (and the encoder's
+#    split into parts, issue 51), the GEMM rate
 #    timed once and then read from a rate file beside the plans; a foreign file at that
 #    name is read as no rate and left byte for byte as it is
 rates="$work/rates/"
@@ -157,11 +169,22 @@ roof > "$work/r1.json" 2> "$work/r1.err" || fail "bench --roofline: $(cat "$work
 "$py" - "$work/r1.json" false <<'PY' || fail "roofline row: $(cat "$work/r1.json")"
 import json, sys
 r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
-st = {s["stage"]: s for s in r["roofline"]}
+st = {s["stage"]: s for s in r["roofline"] if not s["part_of"]}
 assert list(st) == ["encoder", "decoders", "refiner", "total"], st
 assert all(s["gflop"] > 0 and s["ms"] > 0 and s["of_gemm"] > 0 for s in st.values()), st
 parts = st["encoder"]["gflop"] + st["decoders"]["gflop"] + st["refiner"]["gflop"]
 assert abs(parts - st["total"]["gflop"]) < 1e-9 * parts, st
+# (issue 51) the encoder split, from one instrumented frame: named parts in order, their
+# FLOPs summing to the encoder's, each timed, attention's exponentials beside it, and the
+# parts' times summing to that frame's encoder time (the note names it).
+enc = [s for s in r["roofline"] if s["part_of"] == "encoder"]
+assert [s["stage"] for s in enc] == ["global attention", "windowed attention", "linear", "other"], enc
+assert abs(sum(s["gflop"] for s in enc) - st["encoder"]["gflop"]) < 1e-9 * st["encoder"]["gflop"], enc
+assert all(s["ms"] > 0 for s in enc[:3]) and enc[3]["gflop"] == 0, enc
+assert enc[0]["exp_g"] > 0 and enc[1]["exp_g"] > 0 and enc[2]["exp_g"] == 0, enc
+import re
+frame = float(re.search(r"its encoder took ([0-9.]+) ms", r["notes"]).group(1))
+assert abs(sum(s["ms"] for s in enc) - frame) <= 0.05 * frame + 0.2, (enc, frame)
 assert abs(st["total"]["gflops"] / r["gemm"]["gflops"] - st["total"]["of_gemm"]) < 1e-9, r
 assert r["gemm"]["precision"] == "float32" and r["gemm"]["gflops"] > 0, r["gemm"]
 assert r["gemm"]["cached"] == (sys.argv[2] == "true"), r["gemm"]
