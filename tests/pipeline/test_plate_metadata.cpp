@@ -31,8 +31,8 @@ void write_plate(const std::string& path, const B& disp, const B& data) {
   Imf::Header header(disp, data, 2.f);
   header.compression() = Imf::ZIP_COMPRESSION;
   header.insert("capturedShot", Imf::StringAttribute("sh010"));
-  Imf::addChromaticities(header, Imf::Chromaticities({0.7347f, 0.2653f}, {0.f, 1.f}, {0.0001f, -0.077f},
-                                                     {0.32168f, 0.33767f}));
+  Imf::addChromaticities(header, Imf::Chromaticities({0.7347f, 0.2653f}, {0.f, 1.f},
+                                                     {0.0001f, -0.077f}, {0.32168f, 0.33767f}));
   header.channels().insert("Y", Imf::Channel(Imf::FLOAT));
   std::vector<float> px(static_cast<size_t>(w) * h);
   for (size_t i = 0; i < px.size(); ++i) px[i] = 0.5f + 0.01f * static_cast<float>(i);
@@ -51,10 +51,11 @@ TEST_CASE("a plate EXR is read in its data and display windows together; outputs
     const char* name;
     B disp, data, frame;
   };
-  for (const Case& c : {Case{"same", B(V(0, 0), V(4, 2)), B(V(0, 0), V(4, 2)), B(V(0, 0), V(4, 2))},
-                       Case{"overscan", B(V(0, 0), V(4, 2)), B(V(-2, -1), V(6, 3)), B(V(-2, -1), V(6, 3))},
-                       Case{"bbox", B(V(0, 0), V(9, 5)), B(V(3, 2), V(7, 4)), B(V(0, 0), V(9, 5))},
-                       Case{"outside", B(V(0, 0), V(4, 2)), B(V(-16, 7), V(-12, 9)), B(V(-16, 0), V(4, 9))}}) {
+  for (const Case& c :
+       {Case{"same", B(V(0, 0), V(4, 2)), B(V(0, 0), V(4, 2)), B(V(0, 0), V(4, 2))},
+        Case{"overscan", B(V(0, 0), V(4, 2)), B(V(-2, -1), V(6, 3)), B(V(-2, -1), V(6, 3))},
+        Case{"bbox", B(V(0, 0), V(9, 5)), B(V(3, 2), V(7, 4)), B(V(0, 0), V(9, 5))},
+        Case{"outside", B(V(0, 0), V(4, 2)), B(V(-16, 7), V(-12, 9)), B(V(-16, 0), V(4, 9))}}) {
     INFO(c.name);
     const auto path = (root / (std::string(c.name) + ".exr")).string();
     write_plate(path, c.disp, c.data);
@@ -71,8 +72,11 @@ TEST_CASE("a plate EXR is read in its data and display windows together; outputs
     for (int y = 0; y < fh; ++y)
       for (int x = 0; x < fw; ++x) {
         const int ax = x + c.frame.min.x, ay = y + c.frame.min.y;
-        const bool has = ax >= c.data.min.x && ax <= c.data.max.x && ay >= c.data.min.y && ay <= c.data.max.y;
-        const float want = has ? 0.5f + 0.01f * static_cast<float>((ay - c.data.min.y) * w + (ax - c.data.min.x)) : 0.f;
+        const bool has =
+            ax >= c.data.min.x && ax <= c.data.max.x && ay >= c.data.min.y && ay <= c.data.max.y;
+        const float want =
+            has ? 0.5f + 0.01f * static_cast<float>((ay - c.data.min.y) * w + (ax - c.data.min.x))
+                : 0.f;
         CHECK(im.pixels[static_cast<size_t>(y) * fw + x] == want);
       }
     // Written back: the windows, the aspect and the custom string; not the plate's
@@ -91,18 +95,21 @@ TEST_CASE("a plate EXR is read in its data and display windows together; outputs
     CHECK(s->value() == "sh010");
     // The hint reader still crops to the display window.
     const auto hint = io::read_image(path);
-    CHECK((hint.width == c.disp.max.x - c.disp.min.x + 1 && hint.height == c.disp.max.y - c.disp.min.y + 1));
+    CHECK((hint.width == c.disp.max.x - c.disp.min.x + 1 &&
+           hint.height == c.disp.max.y - c.disp.min.y + 1));
   }
 }
 
-TEST_CASE("a plate whose windows together exceed the pixel limit is refused before allocating", "[pipeline]") {
+TEST_CASE("a plate whose windows together exceed the pixel limit is refused before allocating",
+          "[pipeline]") {
   // Each window is 5 x 3 pixels; together they span 10^8 x 10^8.
   const auto root = ck_test::temp_dir("plate_metadata_far");
   const auto path = (root / "far.exr").string();
   write_plate(path, B(V(0, 0), V(4, 2)), B(V(100000000, 100000000), V(100000004, 100000002)));
   std::shared_ptr<const io::PlateMetadata> meta;
   CHECK_THROWS_WITH(io::read_plate(path, io::DecodeLimits{}, meta),
-                    Catch::Matchers::Contains("far.exr") && Catch::Matchers::Contains("data and display windows"));
+                    Catch::Matchers::Contains("far.exr") &&
+                        Catch::Matchers::Contains("data and display windows"));
   CHECK(io::read_image(path).width == 5);  // the display window alone, as a hint is read
 }
 

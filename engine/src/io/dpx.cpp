@@ -11,12 +11,12 @@
 #include <ImfTimeCodeAttribute.h>
 #include <OpenImageIO/imageio.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <vector>
-#include <algorithm>
 
 namespace corridorkey::io {
 namespace {
@@ -87,11 +87,14 @@ std::shared_ptr<const PlateMetadata> dpx_metadata(const OIIO::ImageSpec& spec) {
   // takes (01:00:00:01 is 0x01000001 in both).
   if (const auto* tc = spec.find_attribute("smpte:TimeCode", OIIO::TypeTimeCode)) {
     const auto* v = static_cast<const unsigned int*>(tc->data());
-    a->list.emplace_back("timeCode", std::make_shared<const Imf::TimeCodeAttribute>(Imf::TimeCode(v[0], v[1])));
+    a->list.emplace_back("timeCode",
+                         std::make_shared<const Imf::TimeCodeAttribute>(Imf::TimeCode(v[0], v[1])));
   }
-  const float fps = spec.get_float_attribute("dpx:FrameRate", spec.get_float_attribute("FramesPerSecond", 0.f));
+  const float fps =
+      spec.get_float_attribute("dpx:FrameRate", spec.get_float_attribute("FramesPerSecond", 0.f));
   if (fps > 0 && std::isfinite(fps))
-    a->list.emplace_back("framesPerSecond", std::make_shared<const Imf::RationalAttribute>(Imf::guessExactFps(fps)));
+    a->list.emplace_back("framesPerSecond",
+                         std::make_shared<const Imf::RationalAttribute>(Imf::guessExactFps(fps)));
   const float par = spec.get_float_attribute("PixelAspectRatio", 0.f);
   if (par > 0 && std::isfinite(par) && par != 1.f)
     a->list.emplace_back("pixelAspectRatio", std::make_shared<const Imf::FloatAttribute>(par));

@@ -111,7 +111,8 @@ std::vector<std::string> exr_channels(const Imf::ChannelList& cl, const std::str
 
 /// `metadata` null: the display window, as hints are read. Else (a plate) the data window
 /// together with the display window, and what the header carries to the outputs.
-Image read_exr(const std::string& path, std::shared_ptr<const PlateMetadata>* metadata, const DecodeLimits& limits) {
+Image read_exr(const std::string& path, std::shared_ptr<const PlateMetadata>* metadata,
+               const DecodeLimits& limits) {
   try {
     Imf::InputFile file(path.c_str());
     const auto& header = file.header();
@@ -124,12 +125,15 @@ Image read_exr(const std::string& path, std::shared_ptr<const PlateMetadata>* me
       // A data window far off the display window makes their union huge though each is
       // small (what check_image_size saw): refused like any frame over the pixel limit or
       // the decode budget, before it is allocated.
-      const int64_t fw = int64_t{frame.max.x} - frame.min.x + 1, fh = int64_t{frame.max.y} - frame.min.y + 1;
-      CK_CHECK(fw * fh <= limits.max_pixels, IoError, path, ": its data and display windows together span ", fw,
-               "x", fh, " pixels, over the limit of ", limits.max_pixels, " (--max-pixels)");
+      const int64_t fw = int64_t{frame.max.x} - frame.min.x + 1,
+                    fh = int64_t{frame.max.y} - frame.min.y + 1;
+      CK_CHECK(fw * fh <= limits.max_pixels, IoError, path,
+               ": its data and display windows together span ", fw, "x", fh,
+               " pixels, over the limit of ", limits.max_pixels, " (--max-pixels)");
       if (frame != dw) check_decode_budget(path, ImageSize{fw, fh, 4, 4, 1}, 0, limits);
       auto m = std::make_shared<PlateMetadata>();
-      m->display = PixelBox{disp_window.min.x, disp_window.min.y, disp_window.max.x, disp_window.max.y};
+      m->display =
+          PixelBox{disp_window.min.x, disp_window.min.y, disp_window.max.x, disp_window.max.y};
       m->frame = PixelBox{frame.min.x, frame.min.y, frame.max.x, frame.max.y};
       m->attributes = carried_attributes(header);
       *metadata = std::move(m);
@@ -385,7 +389,8 @@ ColourHints read_colour_hints(const std::string& path) {
 }
 
 void write_exr(const std::string& path, const Image& im, const std::string& names,
-               ExrCompression compression, const double* chromaticities, const PlateMetadata* plate) {
+               ExrCompression compression, const double* chromaticities,
+               const PlateMetadata* plate) {
   CK_CHECK(static_cast<int>(names.size()) == im.channels, IoError, path, ": ", im.channels,
            " channels but names '", names, "'");
   std::vector<std::string> channels;
@@ -393,18 +398,19 @@ void write_exr(const std::string& path, const Image& im, const std::string& name
   write_exr_layers(path, {{&im, channels}}, compression, chromaticities, plate);
 }
 
-void write_exr_layers(const std::string& path, const std::vector<ExrLayer>& layers, ExrCompression compression,
-                      const double* chromaticities, const PlateMetadata* plate) {
+void write_exr_layers(const std::string& path, const std::vector<ExrLayer>& layers,
+                      ExrCompression compression, const double* chromaticities,
+                      const PlateMetadata* plate) {
   CK_CHECK(!layers.empty() && layers[0].image, IoError, path, ": no channels to write");
   const Image& first = *layers[0].image;
   for (const auto& l : layers)
-    CK_CHECK(l.image && static_cast<int>(l.names.size()) == l.image->channels && l.image->width == first.width &&
-                 l.image->height == first.height,
+    CK_CHECK(l.image && static_cast<int>(l.names.size()) == l.image->channels &&
+                 l.image->width == first.width && l.image->height == first.height,
              IoError, path, ": layers of different sizes or channel counts than their names");
   if (plate)
-    CK_CHECK(plate->frame.width() == first.width && plate->frame.height() == first.height, IoError, path,
-             ": the image is ", first.width, "x", first.height, " but the plate's keyed frame is ",
-             plate->frame.width(), "x", plate->frame.height());
+    CK_CHECK(plate->frame.width() == first.width && plate->frame.height() == first.height, IoError,
+             path, ": the image is ", first.width, "x", first.height,
+             " but the plate's keyed frame is ", plate->frame.width(), "x", plate->frame.height());
   atomic_write(path, [&](const std::string& tmp) {
     try {
       Imf::Header header(first.width, first.height);

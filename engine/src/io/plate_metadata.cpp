@@ -21,11 +21,13 @@ std::shared_ptr<const ExrAttributes> carried_attributes(const Imf::Header& plate
   // plate's dwaCompressionLevel on a PXR24 output, or its `channels`, would misdescribe it);
   // the windows are set from PlateMetadata. Colour: the output's colour space decides it
   // (a plate's ACES primaries on a Rec.709 Processed EXR would be a wrong tag).
+  // clang-format off
   static const char* const kLeftOut[] = {
       "channels", "compression", "dataWindow", "displayWindow", "lineOrder", "tiles", "type", "name",
       "chunkCount", "version", "maxSamplesPerPixel", "deepImageState", "preview", "multiView",
       "dwaCompressionLevel", "zipCompressionLevel", "chromaticities", "adoptedNeutral",
       "whiteLuminance", "acesImageContainerFlag"};
+  // clang-format on
   auto a = std::make_shared<ExrAttributes>();
   for (auto it = plate.begin(); it != plate.end(); ++it) {
     const std::string name = it.name();

@@ -191,13 +191,18 @@ void write_frame_output(FrameOutput kind, const std::string& path, const Image& 
     case FrameOutput::Processed:
       CK_CHECK(ext == ".exr", ConfigError, path, ": ", to_string(kind),
                " is written as a half-float EXR; name it .exr");
-      io::write_exr(path, image, want == 1 ? "Y" : want == 3 ? "RGB" : "RGBA", compression, primaries, plate);
+      io::write_exr(path, image,
+                    want == 1   ? "Y"
+                    : want == 3 ? "RGB"
+                                : "RGBA",
+                    compression, primaries, plate);
       return;
     case FrameOutput::Comp:
       CK_CHECK(ext == ".png" || ext == ".exr", ConfigError, path,
                ": comp is written as an 8-bit PNG (.png) or a half-float EXR (.exr)");
       if (ext == ".png") io::write_png8(path, image);
-      else io::write_exr(path, image, "RGB", compression, nullptr, plate);
+      else
+        io::write_exr(path, image, "RGB", compression, nullptr, plate);
       return;
     case FrameOutput::Hint:
       CK_CHECK(ext == ".png", ConfigError, path, ": hint is written as an 8-bit PNG; name it .png");
@@ -208,8 +213,8 @@ void write_frame_output(FrameOutput kind, const std::string& path, const Image& 
 
 void write_layered_output(const std::string& path, const RawFrame& raw, const Image& processed,
                           const std::string& exr_compression) {
-  CK_CHECK(processed.channels == 4 && raw.fg.channels == 3 && raw.alpha.channels == 1, ConfigError, path,
-           ": layered needs Processed (4 channels), FG (3) and the matte (1)");
+  CK_CHECK(processed.channels == 4 && raw.fg.channels == 3 && raw.alpha.channels == 1, ConfigError,
+           path, ": layered needs Processed (4 channels), FG (3) and the matte (1)");
   const auto compression = io::parse_exr_compression(exr_compression);
   Image fg_scratch, processed_scratch;
   // The same conversions as the separate files (output_image), so each half sample equals
@@ -217,10 +222,11 @@ void write_layered_output(const std::string& path, const RawFrame& raw, const Im
   const Image& rgba = output_image(FrameOutput::Processed, processed, raw, processed_scratch);
   const Image& fg = output_image(FrameOutput::Fg, raw.fg, raw, fg_scratch);
   const auto& c = decisions(raw);
-  io::write_exr_layers(path,
-                       {{&rgba, {"R", "G", "B", "A"}}, {&fg, {"FG.R", "FG.G", "FG.B"}}, {&raw.alpha, {"matte.A"}}},
-                       compression, c.processed_xy ? c.processed_xy->data() : nullptr,
-                       raw.colour ? raw.colour->plate.get() : nullptr);
+  io::write_exr_layers(
+      path,
+      {{&rgba, {"R", "G", "B", "A"}}, {&fg, {"FG.R", "FG.G", "FG.B"}}, {&raw.alpha, {"matte.A"}}},
+      compression, c.processed_xy ? c.processed_xy->data() : nullptr,
+      raw.colour ? raw.colour->plate.get() : nullptr);
 }
 
 CORRIDORKEY_NAMESPACE_END

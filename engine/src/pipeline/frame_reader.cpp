@@ -11,10 +11,11 @@ namespace corridorkey::pipeline {
 using timing::Clock;
 using timing::ms_since;
 
-ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint, const std::string& file,
-                              double read_ms, std::shared_ptr<const io::PlateMetadata> meta) const {
-  auto it = prepare_frame(plans_[ci], ci, index, std::move(plate), std::move(hint), file, read_ms, nullptr,
-                          torch::kCPU, meta.get());
+ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
+                              const std::string& file, double read_ms,
+                              std::shared_ptr<const io::PlateMetadata> meta) const {
+  auto it = prepare_frame(plans_[ci], ci, index, std::move(plate), std::move(hint), file, read_ms,
+                          nullptr, torch::kCPU, meta.get());
   it.plate = std::move(meta);
   return it;
 }
@@ -24,11 +25,13 @@ ReadItem FrameReader::read_frame(size_t ci, int index) const {
   const auto& file = p.clip.input.frames[index];
   try {
     const auto t = Clock::now();
-    if (!p.generate_hint) check_shapes_from_headers(file, p.clip.hint.frames[index]);  // before decoding
+    if (!p.generate_hint)
+      check_shapes_from_headers(file, p.clip.hint.frames[index]);  // before decoding
     std::shared_ptr<const io::PlateMetadata> meta;
     Image plate = io::read_plate(file, limits_, meta);
     Image hint = p.generate_hint ? Image{} : io::read_image(p.clip.hint.frames[index], limits_);
-    return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t), std::move(meta));
+    return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t),
+                   std::move(meta));
   } catch (const std::exception& e) {
     return ReadItem::failed(ci, index, p.stems[index], file, e.what());
   }
@@ -49,7 +52,8 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
     return;
   }
   // A video's frame rate goes to every EXR output (framesPerSecond).
-  const auto video_meta = vin ? io::video_metadata(vin->width(), vin->height(), vin->fps()) : nullptr;
+  const auto video_meta =
+      vin ? io::video_metadata(vin->width(), vin->height(), vin->fps()) : nullptr;
   size_t k = 0;
   for (int i = 0; k < p.frames.size() && !stopping(); ++i) {
     const auto t = Clock::now();
@@ -77,7 +81,8 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
         frame_file([&] {
           const auto a = header_size(file);
           // An overscan plate's hint is checked exactly once it is read (prepare_frame).
-          if (vhint && !io::has_overscan(file)) check_aspect(file, a.width, a.height, vhint->width(), vhint->height());
+          if (vhint && !io::has_overscan(file))
+            check_aspect(file, a.width, a.height, vhint->width(), vhint->height());
           plate = io::read_plate(file, limits_, meta);
         });
       }

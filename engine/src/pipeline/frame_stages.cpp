@@ -84,13 +84,14 @@ std::string hint_source(const ClipPlan& p, int index) {
 /// overscan around it generated as a missing hint is. Resizing a display-size hint to the
 /// frame would stretch it over the overscan, the matte then off by up to the overscan's
 /// width at the edges: refused, as is any other size.
-Image overscan_hint(const ClipPlan& p, const Image& plate, const Image& hint, const io::PlateMetadata& m,
-                    const std::string& hint_file, const std::string& file, std::vector<std::string>& warnings) {
+Image overscan_hint(const ClipPlan& p, const Image& plate, const Image& hint,
+                    const io::PlateMetadata& m, const std::string& hint_file,
+                    const std::string& file, std::vector<std::string>& warnings) {
   if (hint.width == plate.width && hint.height == plate.height) return hint;
-  CK_CHECK(hint.width == m.display.width() && hint.height == m.display.height(), IoError, hint_file, ": hint is ",
-           hint.width, "x", hint.height, ", but the plate ", file, " has a ", m.display.width(), "x",
-           m.display.height(), " display window in a ", plate.width, "x", plate.height,
-           " keyed frame (overscan): a hint must be the size of one of them");
+  CK_CHECK(hint.width == m.display.width() && hint.height == m.display.height(), IoError, hint_file,
+           ": hint is ", hint.width, "x", hint.height, ", but the plate ", file, " has a ",
+           m.display.width(), "x", m.display.height(), " display window in a ", plate.width, "x",
+           plate.height, " keyed frame (overscan): a hint must be the size of one of them");
   Image srgb = plate;
   if (p.linear) post::linear_to_srgb_inplace(srgb.pixels.data(), srgb.pixels.size());
   Image out = chroma_hint(srgb.view(), p.screen, p.hint_options);
@@ -104,7 +105,8 @@ Image overscan_hint(const ClipPlan& p, const Image& plate, const Image& hint, co
   const float* src = one.data_ptr<float>();
   const int ox = m.display.x0 - m.frame.x0, oy = m.display.y0 - m.frame.y0;
   for (int y = 0; y < hint.height; ++y)
-    std::copy(src + static_cast<size_t>(y) * hint.width, src + static_cast<size_t>(y + 1) * hint.width,
+    std::copy(src + static_cast<size_t>(y) * hint.width,
+              src + static_cast<size_t>(y + 1) * hint.width,
               out.pixels.begin() + (static_cast<ptrdiff_t>(y + oy) * out.width + ox));
   return out;
 }

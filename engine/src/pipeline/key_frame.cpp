@@ -40,9 +40,9 @@ struct Keyed {
 
 /// decide -> prepare -> infer -> to-plate for one plate (hint empty: generated). `file` and
 /// `hint_file` name them in messages; `device`: where the model's input is resized.
-Keyed key_one(BaseEngine& engine, BaseEngine* blue_engine, Image plate, Image hint, const std::string& file,
-              const std::string& plate_file, const std::string& hint_file, const FrameSettings& s,
-              double read_ms, bool with_fg, bool resize_on_device,
+Keyed key_one(BaseEngine& engine, BaseEngine* blue_engine, Image plate, Image hint,
+              const std::string& file, const std::string& plate_file, const std::string& hint_file,
+              const FrameSettings& s, double read_ms, bool with_fg, bool resize_on_device,
               std::shared_ptr<const io::PlateMetadata> plate_meta = nullptr) {
   Keyed k;
   RawFrame& raw = k.raw;
@@ -82,8 +82,9 @@ Keyed key_one(BaseEngine& engine, BaseEngine* blue_engine, Image plate, Image hi
   raw.colour = std::make_shared<const FrameColour>(FrameColour{p.colour, plate_meta});
 
   const int width = plate.width, height = plate.height;
-  auto it = pipeline::prepare_frame(p, 0, 0, std::move(plate), std::move(hint), file, read_ms, &raw.hint,
-                                    resize_on_device ? model.device : torch::Device(torch::kCPU), plate_meta.get());
+  auto it = pipeline::prepare_frame(
+      p, 0, 0, std::move(plate), std::move(hint), file, read_ms, &raw.hint,
+      resize_on_device ? model.device : torch::Device(torch::kCPU), plate_meta.get());
   for (auto& w : it.warnings) raw.warnings.push_back(std::move(w));
   raw.timings = it.timings;
   const auto run = pipeline::infer_frame(model, it.x, file, raw.timings, raw.warnings);
@@ -167,8 +168,9 @@ RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine, FrameSource src,
   }
   if (src.hint.empty() && !src.hint_file.empty()) src.hint = io::read_image(src.hint_file, s.max_pixels);
   const double read_ms = ms_since(t_read);
-  return key_one(engine, blue_engine, std::move(src.plate), std::move(src.hint), file, src.plate_file,
-                 src.hint_file, s, read_ms, /*with_fg=*/true, /*resize_on_device=*/false, std::move(meta))
+  return key_one(engine, blue_engine, std::move(src.plate), std::move(src.hint), file,
+                 src.plate_file, src.hint_file, s, read_ms, /*with_fg=*/true,
+                 /*resize_on_device=*/false, std::move(meta))
       .raw;
 }
 
