@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command for a lent GPU machine: builds the model-only tree (LibTorch from the Python
-# found on PATH, CUDA when that torch has it and nvcc matches; of the -dev packages only the
-# header-only nlohmann-json),
+# found on PATH, CUDA when that torch has it and nvcc matches; no -dev packages needed:
+# without nlohmann-json the plan cache keeps its plans in memory),
 # then runs corridorkey-model-check at 512, 1024 and 2048 for every profile in float16 and
 # bfloat16, and prints one table plus a JSON file (gpu-check/results.json).
 #
