@@ -29,12 +29,16 @@ DeepVideoFrames::DeepVideoFrames(const std::string& path, int width, int height)
            ": decoding video at 16 bits (a colour space other than srgb) needs the ffmpeg "
            "binary (none on PATH; CORRIDORKEY_FFMPEG names one)");
   // ffmpeg's messages go to a file next to nothing of ours: the temp folder, under a fresh
-  // name mkstemps made (O_EXCL: a link another user planted at a predictable name in a
-  // shared /tmp was followed and truncated before).
-  log_ = (std::filesystem::temp_directory_path() / "corridorkey-ffmpeg-XXXXXX.log").string();
-  const int logfd = ::mkstemps(log_.data(), 4);
-  if (logfd < 0) log_.clear();  // no log: ffmpeg's stderr is dropped, its exit status still read
-  else ::fcntl(logfd, F_SETFD, FD_CLOEXEC);
+  // name made exclusively (O_EXCL | O_NOFOLLOW: a link another user planted at a predictable
+  // name in a shared /tmp was followed and truncated before), 0600.
+  base::TempFile::Options lo;
+  lo.dir = std::filesystem::temp_directory_path().string();
+  lo.next_name = [] { return "corridorkey-ffmpeg-" + base::random_name_part() + ".log"; };
+  lo.mode = 0600;
+  log_file_ = std::make_unique<base::TempFile>(lo);
+  const int logfd = log_file_->fd();
+  if (logfd < 0) log_file_.reset();  // no log: ffmpeg's stderr is dropped, its exit status still read
+  else log_ = log_file_->at_path();
   std::vector<std::string> args = {ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error",
                                    "-i", path, "-map", "0:v:0", "-f", "rawvideo",
                                    "-pix_fmt", "rgb48le", "pipe:1"};
@@ -52,7 +56,6 @@ DeepVideoFrames::DeepVideoFrames(const std::string& path, int width, int height)
   const int rc = ::posix_spawn(&pid_, ffmpeg.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   ::close(pipefd[1]);
-  if (logfd >= 0) ::close(logfd);
   if (nullfd >= 0) ::close(nullfd);
   if (rc != 0) {
     ::close(pipefd[0]);
@@ -64,9 +67,7 @@ DeepVideoFrames::DeepVideoFrames(const std::string& path, int width, int height)
 
 DeepVideoFrames::~DeepVideoFrames() {
   if (pid_ > 0) ::kill(pid_, SIGTERM);  // stopped early: ffmpeg would block on the pipe
-  finish();
-  std::error_code ec;
-  std::filesystem::remove(log_, ec);
+  finish();  // log_file_ then removes the log
 }
 
 bool DeepVideoFrames::finish() {

@@ -3,8 +3,10 @@
 // codes into bands of 4. Run with an argument vector (no shell). Torch-free.
 #pragma once
 
+#include <corridorkey/base/atomic_write.h>
 #include <corridorkey/image.h>
 
+#include <memory>
 #include <string>
 #include <sys/types.h>
 
@@ -28,6 +30,7 @@ class DeepVideoFrames {
   pid_t pid_ = -1;
   int fd_ = -1;
   std::string log_;
+  std::unique_ptr<base::TempFile> log_file_;  // ffmpeg's stderr; removed with this object
   bool finish();
 };
 
