@@ -62,8 +62,10 @@ struct FrameSettings {
 /// The fields of a job's InferenceOptions that apply to one frame, as a FrameSettings.
 CORRIDORKEY_API FrameSettings frame_settings(const InferenceOptions& job);
 
-/// The colour decisions made for a keyed frame (the input's space, the outputs' spaces and
-/// their chromaticities); opaque, carried by RawFrame to output_image / write_frame_output.
+/// What a keyed frame's outputs are written with: the colour decisions (the input's space,
+/// the outputs' spaces and their chromaticities) and, for a plate read from an EXR, DPX or
+/// video file, the plate's header to carry into EXR outputs (docs/clips.md); opaque, carried
+/// by RawFrame to output_image / write_frame_output.
 struct FrameColour;
 
 /// The raw model outputs at plate resolution, in the plate's channel order: what the
