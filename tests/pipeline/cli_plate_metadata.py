@@ -10,6 +10,7 @@ frame rate.
   cli_plate_metadata.py CLI WORKDIR SOURCE_DIR     (CK_MAKE_CLIP: the test clip generator)
 """
 import fractions
+import json
 import os
 import shutil
 import subprocess
@@ -138,6 +139,9 @@ if "Matte" in mats:
     check(y.shape == (FH, FW), f"Matte is {y.shape}, expected the data window {(FH, FW)}")
     ring = np.concatenate([y[:OS].ravel(), y[-OS:].ravel(), y[:, :OS].ravel(), y[:, -OS:].ravel()])
     check(np.isfinite(y).all() and ring.max() > 0, "overscan not keyed: alpha empty outside the display window")
+with open(os.path.join(res, "run.json")) as f:
+    listed = json.load(f).get("outputs")
+check(listed == ["fg", "matte", "processed", "comp", "layered"], f"run.json lists the outputs {listed}")
 hint = cv2.imread(os.path.join(res, "AlphaHint", "0001.png"), cv2.IMREAD_UNCHANGED)
 check(hint is not None and hint.shape[:2] == (FH, FW), "generated hint not the data window's size")
 

@@ -71,7 +71,8 @@ std::vector<std::string> RunRecords::write(const Plan& plan, const InferenceOpti
     for (const char* key : {"despill", "despeckle", "despeckle_size", "refiner_scale"})
       r.settings.emplace_back(key, option_value(options, key));
     for (const auto& [on, name] : {std::pair{job.fg, "fg"}, {job.matte, "matte"},
-                                   {job.processed, "processed"}, {job.comp, "comp"}})
+                                   {job.processed, "processed"}, {job.comp, "comp"},
+                                   {job.layered, "layered"}})
       if (on) r.outputs.push_back(name);
     r.comp_format = job.comp_format;
     r.frames_selected = p.frames.size();
