@@ -114,7 +114,8 @@ class Roofline {
                     "the encoder's parts are one more frame, timed part by part apart from the "
                     "median: its encoder took %.1f ms",
                     parts_encoder_ms);
-      row.notes += (row.notes.empty() ? "" : "\n") + std::string(line);
+      if (!row.notes.empty()) row.notes += '\n';
+      row.notes += line;
     }
   }
 
