@@ -2,6 +2,7 @@
 // is built here, once, and written as text with the lossless string rule.
 #include <corridorkey/report_json.h>
 
+#include <corridorkey/base/utf8.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -29,28 +30,8 @@ namespace {
 // Insertion order: a reader sees the fields as the docs list them.
 using json = nlohmann::ordered_json;
 
-/// Length of the valid UTF-8 sequence at s[i] (1-4), or 0 when the byte starts none
-/// (overlong forms, surrogates and code points above U+10FFFF are not valid).
-size_t utf8_sequence(const std::string& s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  size_t n = 0;
-  unsigned cp = 0;
-  if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1Fu;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0Fu;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07u;
-  else return 0;
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3Fu);
-  }
-  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-      (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  return n;
-}
+/// Length of the valid UTF-8 sequence at s[i] (1-4), or 0 when the byte starts none.
+size_t utf8_sequence(const std::string& s, size_t i) { return base::utf8_at(s, i).length; }
 
 /// How a byte that is not UTF-8 is written: as its lone surrogate (lossless), or as U+FFFD.
 enum class Bytes { Lossless, Replaced };

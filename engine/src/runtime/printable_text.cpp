@@ -1,5 +1,6 @@
 // printable_text (tune.h): the one escaping of texts that files bring to a terminal (plan
 // keys and reasons read from a cache or an imported file).
+#include <corridorkey/base/utf8.h>
 #include <corridorkey/tune.h>
 
 #include <cstdio>
@@ -11,23 +12,8 @@ namespace {
 /// or 0: overlong forms, surrogates, code points above U+10FFFF and U+0080-U+009F (C1: some
 /// terminals act on U+009B as on ESC [) are escaped byte by byte.
 size_t utf8_printable(const std::string& s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  size_t n = 0;
-  unsigned cp = 0;
-  if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1Fu;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0Fu;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07u;
-  else return 0;
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3Fu);
-  }
-  if ((n == 2 && cp < 0xA0) || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-      (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  return n;
+  const auto u = base::utf8_at(s, i);
+  return u.length >= 2 && u.code_point >= 0xA0 ? u.length : 0;
 }
 }  // namespace
 
