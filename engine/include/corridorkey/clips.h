@@ -31,6 +31,8 @@ struct ClipListing {
   std::string name, root;  // root: the clip folder
   ClipFrames input;
   ClipFrames hint;  // count 0: no AlphaHint (inference generates hints)
+  /// GarbageMatte/ and HoldoutMatte/ (count 0: none; one file: for every frame).
+  ClipFrames garbage, holdout;
   /// Where `inference` writes the clip's outputs: <root>/Output, or <output_root>/<name>.
   std::string output;
   /// Each input frame's output file name without extension, as `inference` names it

@@ -41,6 +41,26 @@ CORRIDORKEY_NAMESPACE_BEGIN
 struct FrameSource {
   std::string plate_file, hint_file;
   Image plate, hint;
+  /// Optional garbage and holdout mattes (docs/clips.md, "Garbage and holdout mattes"): a
+  /// file (read here) or an image; white marks the region. Plate-sized, or for an overscan
+  /// EXR plate the size of its display window (placed on it); IoError naming the file
+  /// otherwise.
+  std::string garbage_file, holdout_file;
+  Image garbage, holdout;
+};
+
+/// A frame's garbage and holdout mattes at the keyed frame's size, one channel, 0..1 (empty:
+/// none). The final matte is max(alpha x (1 - garbage), holdout); the garbage matte also
+/// multiplies the hint before inference, so the model sees it.
+struct FrameMattes {
+  Image garbage, holdout;  // [H,W,1]
+  bool empty() const { return garbage.empty() && holdout.empty(); }
+};
+
+/// Garbage and holdout mattes from the host's buffers (any pixel type and stride, one or more
+/// channels as a hint's), plate-sized; no data = none.
+struct MatteViews {
+  ImageView garbage, holdout;
 };
 
 /// The per-clip settings of `inference` that apply to one frame (InferenceOptions fields of
@@ -80,6 +100,10 @@ struct RawFrame {
   std::string checkpoint;          // the model that keyed it (the blue-screen one or not)
   StageTimings timings;            // read, preprocess, model stages, postprocess (resize)
   std::vector<std::string> warnings;
+  /// The garbage and holdout mattes the frame was keyed with (null: none). `alpha` already
+  /// has them applied; finish_frame re-applies their bounds after despeckling, so Processed
+  /// and Comp are exactly 0 where garbage is 1 and exactly 1 where holdout is 1.
+  std::shared_ptr<const FrameMattes> mattes;
   /// The colour decisions key_frame made for this frame (FrameSettings); null: an sRGB plate's
   /// (Processed scene-linear Rec.709, FG sRGB, Comp the sRGB preview).
   std::shared_ptr<const FrameColour> colour;
@@ -106,6 +130,11 @@ CORRIDORKEY_API RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine,
 CORRIDORKEY_API FrameResult key_frame(BaseEngine& engine, BaseEngine* blue_engine, const ImageView& plate,
                                       const ImageView& hint, const FrameSettings& settings,
                                       const FrameRequest& request = {});
+/// The same with garbage and holdout mattes from the host's buffers (plate-sized; ConfigError
+/// naming the matte otherwise, before the model runs).
+CORRIDORKEY_API FrameResult key_frame(BaseEngine& engine, BaseEngine* blue_engine, const ImageView& plate,
+                                      const ImageView& hint, const MatteViews& mattes,
+                                      const FrameSettings& settings, const FrameRequest& request = {});
 
 /// Post-processing settings, from an engine's settings (despill, despeckle) and a backing.
 struct PostSettings {
@@ -196,5 +225,17 @@ CORRIDORKEY_API void write_frame_output(FrameOutput kind, const std::string& pat
 CORRIDORKEY_API void write_frame_output(FrameOutput kind, const std::string& path,
                                         const Image& image,
                                         const std::string& exr_compression = "pxr24");
+
+/// Writes the layered output as `inference --outputs layered` writes Layered/<stem>.exr
+/// (docs/clips.md, "The layered output"): one single-part half-float EXR with `processed`
+/// (a FinishedFrame's, finish_frame with processed) as R, G, B, A, raw.fg as FG.R, FG.G,
+/// FG.B and raw.alpha as matte.A, each sample equal to the file write_frame_output writes
+/// for it (the same colour conversions, the same half rounding); `exr_compression`, the
+/// Processed output's chromaticities and the plate's header. Atomic, as write_frame_output;
+/// IoError names the file; ConfigError when an image has the wrong channel count. Runs on
+/// any thread, as write_frame_output.
+CORRIDORKEY_API void write_layered_output(const std::string& path, const RawFrame& raw,
+                                          const Image& processed,
+                                          const std::string& exr_compression = "pxr24");
 
 CORRIDORKEY_NAMESPACE_END

@@ -324,6 +324,10 @@ struct InferenceOptions {
   /// Generated hints: a frame whose hint is almost all foreground (mean >= 0.99: no backing
   /// found in it, e.g. a blue plate in a green clip) fails, named; false keys it anyway.
   bool backing_check = true;
+  /// Garbage and holdout mattes for every clip of the run (docs/clips.md): a folder of
+  /// frames, one image for every frame, or a video; empty = each clip's own GarbageMatte/
+  /// and HoldoutMatte/ when it has them.
+  std::string garbage_matte, holdout_matte;
   /// Video deliverables <out>/Comp.mp4 (Matte, FG), encoded from the finished sequences.
   VideoOutputs video_out;
   VideoCodec video_codec = VideoCodec::H264;

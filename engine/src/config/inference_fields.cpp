@@ -179,6 +179,14 @@ std::vector<Field<O>> rows() {
   r.push_back(switch_row<O>("backing_check", I, &O::backing_check,
                             "generated hints: fail a frame whose hint is almost all foreground "
                             "(mean >= 0.99: no backing found in it)"));
+  r.push_back(path_row<O>("garbage_matte", I, &O::garbage_matte,
+                          "garbage matte for every clip (white: surely background, alpha 0): a "
+                          "folder of frames, one image, or a video; default: the clip's "
+                          "GarbageMatte/", "a folder, image or video"));
+  r.push_back(path_row<O>("holdout_matte", I, &O::holdout_matte,
+                          "holdout matte for every clip (white: surely foreground, alpha 1): a "
+                          "folder of frames, one image, or a video; default: the clip's "
+                          "HoldoutMatte/", "a folder, image or video"));
   r.push_back(video_out_row());
   r.push_back(choice_row<O, VideoCodec>(
       "video_codec", I, &O::video_codec,

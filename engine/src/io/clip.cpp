@@ -187,12 +187,15 @@ Clip load_clip(const fs::path& p) {
   CK_CHECK(find_source(p, "Input", c.input, c.warnings), IoError, p.string(),
            ": no Input/ image sequence or Input video found");
   find_source(p, "AlphaHint", c.hint, c.warnings);  // optional: hints can be generated
+  find_source(p, "GarbageMatte", c.garbage, c.warnings);
+  find_source(p, "HoldoutMatte", c.holdout, c.warnings);
   if (c.input.is_video()) {
     VideoReader v(c.input.video);
     c.input.video_frames = v.frame_count();
     c.input.video_fps = v.fps();
   }
-  if (c.hint.is_video()) c.hint.video_frames = VideoReader(c.hint.video).frame_count();
+  for (auto* src : {&c.hint, &c.garbage, &c.holdout})
+    if (src->is_video()) src->video_frames = VideoReader(src->video).frame_count();
   return c;
 }
 
@@ -253,6 +256,31 @@ std::vector<Clip> discover_clips(const std::vector<std::string>& paths, std::vec
     for (auto& c : root_clips(raw, p, skipped)) clips.push_back(std::move(c));
   }
   return clips;
+}
+
+FrameSource matte_source(const std::string& path, const std::string& what) {
+  FrameSource src;
+  fs::path p = fs::path(path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  const auto type = type_of(p);
+  CK_CHECK(type != fs::file_type::not_found, IoError, path, ": does not exist (", what,
+           ": a folder of matte frames, an image or a video)");
+  if (type == fs::file_type::directory) {
+    std::vector<std::string> warnings;
+    CK_CHECK(find_source(p.parent_path(), p.filename().string(), src, warnings), IoError, path, ": ",
+             what, ": no image sequence or video in this folder");
+    return src;
+  }
+  CK_CHECK(type == fs::file_type::regular, IoError, path, ": ", what, ": not a file or a folder");
+  const auto n = p.filename().string();
+  if (is_video_file(n)) {
+    src.video = p.string();
+    src.video_frames = VideoReader(src.video).frame_count();
+  } else {
+    CK_CHECK(is_image_file(n), IoError, path, ": ", what, ": not an image or a video by its extension");
+    src.frames = {p.string()};
+  }
+  return src;
 }
 
 std::string output_folder(const Clip& c, const std::string& output_root) {

@@ -2,6 +2,8 @@
 //   <clip>/Input/ (image sequence or one video) or <clip>/Input.<ext>
 //   <clip>/AlphaHint/ (image sequence or one video) or <clip>/AlphaHint.<ext>; optional
 //     (a clip without one is keyed from generated hints, InferenceOptions::hint)
+//   <clip>/GarbageMatte/ and <clip>/HoldoutMatte/ (a sequence, one video, or one file for
+//     every frame); optional
 //   <clip>/Output/{FG,Matte,Processed,Comp}/ written by the engine
 // A clips root holds clips/<name>/ or direct subfolders (natural-sorted, names starting
 // with '.' or '_' skipped). Torch-free.
@@ -25,6 +27,7 @@ struct FrameSource {
 struct Clip {
   std::string name, root;
   FrameSource input, hint;
+  FrameSource garbage, holdout;  // GarbageMatte/, HoldoutMatte/: empty when none
   std::vector<std::string> warnings;  // found while listing it (ignored files), for the run
 };
 
@@ -39,6 +42,11 @@ bool natural_less(const std::string& a, const std::string& b);
 /// skipped"), when the caller passes it (and reports it).
 std::vector<Clip> discover_clips(const std::vector<std::string>& paths,
                                  std::vector<std::string>* skipped = nullptr);
+
+/// A garbage or holdout matte named by the user (--garbage-matte PATH): a folder as a clip's
+/// GarbageMatte/ (a sequence or one video), an image file (for every frame) or a video file.
+/// IoError naming `path` (`what`: "garbage_matte") when it is none of these.
+FrameSource matte_source(const std::string& path, const std::string& what);
 
 /// Where a run writes the clip's outputs: <root>/Output, or <output_root>/<name>.
 std::string output_folder(const Clip& clip, const std::string& output_root);

@@ -31,6 +31,8 @@ std::vector<ClipListing> list_clips(const std::vector<std::string>& paths, const
     l.root = c.root;
     l.input = frames_of(c.input);
     l.hint = frames_of(c.hint);
+    l.garbage = frames_of(c.garbage);
+    l.holdout = frames_of(c.holdout);
     l.output = io::output_folder(c, output_root);
     for (int i = 0; i < c.input.count(); ++i) l.stems.push_back(io::output_stem(c, i));
     l.warnings = c.warnings;

@@ -420,6 +420,10 @@ Plan plan_job(const InferenceOptions& job) {
                              "(or --input-colorspace NAME, or auto) if they are scene-linear"});
     p.out = output_folder(c, job);
     resolve_hints(p, job, n, plan, one);
+    std::vector<std::string> matte_warnings;
+    p.mattes = resolve_mattes(c, job, n, matte_warnings);
+    for (auto& w : matte_warnings)
+      plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root, std::move(w)});
     check_backing_agreement(p, n, plan, one);
     resolve_videos(p, job, plan);
     for (int i = 0; i < n; ++i)

@@ -8,6 +8,7 @@
 
 #include "io/clip.h"
 #include "pipeline/clip_colour.h"
+#include "pipeline/frame_mattes.h"
 #include "io/decode_budget.h"
 #include "io/temp_files.h"
 
@@ -32,6 +33,8 @@ struct ClipPlan {
   bool backing_check = true;
   /// The backing: estimated (coverage > 0) or as given by --screen.
   ScreenEstimate screen;
+  /// Garbage and holdout mattes (the run's, else the clip's own folders).
+  MatteSources mattes;
   /// Which engine keys the clip (0 = the main one, 1 = the blue-screen model), the model
   /// size it pre-processes to and the checkpoint it runs (assigned after planning).
   int engine = 0;

@@ -1,6 +1,7 @@
 // The colour decisions a keyed frame carries to its outputs (RawFrame::colour, frame.h): the
-// clip's or the frame's ClipColour, which output_image and write_frame_output apply; and the
-// plate's header, which its EXR outputs carry (plate_metadata.h).
+// clip's or the frame's ClipColour, which output_image, write_frame_output and
+// write_layered_output apply; and the plate's header, which its EXR outputs carry
+// (plate_metadata.h).
 #pragma once
 
 #include <corridorkey/frame.h>
@@ -9,7 +10,6 @@
 #include "pipeline/clip_colour.h"
 
 #include <memory>
-#include <string>
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
@@ -19,12 +19,5 @@ struct FrameColour {
   /// plate without metadata, byte for byte as before they were carried).
   std::shared_ptr<const io::PlateMetadata> plate;
 };
-
-/// The layered output (`outputs` layered): one single-part EXR with Processed as R, G, B, A,
-/// FG as FG.R, FG.G, FG.B and the matte as matte.A, each sample equal to the separate file's
-/// (the same colour conversions, the same half rounding); the Processed output's
-/// chromaticities, the plate's windows and attributes. IoError naming the file.
-void write_layered_output(const std::string& path, const RawFrame& raw, const Image& processed,
-                          const std::string& exr_compression);
 
 CORRIDORKEY_NAMESPACE_END

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <corridorkey/engine.h>
+#include <corridorkey/frame.h>
 
 #include "io/plate_metadata.h"
 #include "pipeline/dma_ring.h"
@@ -33,6 +34,8 @@ struct ReadItem {
   std::vector<std::string> warnings;
   /// What the plate's header carries to its EXR outputs; null: nothing (a PNG plate).
   std::shared_ptr<const io::PlateMetadata> plate;
+  /// The frame's garbage and holdout mattes at the plate's size; null: none.
+  std::shared_ptr<const FrameMattes> mattes;
 
   static ReadItem failed(size_t clip, int index, std::string stem, std::string file,
                          std::string error) {

@@ -8,6 +8,7 @@
 #include "config/cpu_limit.h"
 #include "io/image_io.h"
 #include "pipeline/frame_colour.h"
+#include "post/mattes.h"
 #include "post/postprocess.h"
 
 #include <algorithm>
@@ -57,7 +58,10 @@ void RepostableFrame::finish(const EngineSettings& settings, Screen backing, boo
 }
 
 std::size_t RepostableFrame::bytes() const {
-  return (2 * raw_.alpha.pixels.size() + raw_.fg.pixels.size() + raw_.hint.pixels.size()) * sizeof(float);
+  const std::size_t mattes =
+      raw_.mattes ? raw_.mattes->garbage.pixels.size() + raw_.mattes->holdout.pixels.size() : 0;
+  return (2 * raw_.alpha.pixels.size() + raw_.fg.pixels.size() + raw_.hint.pixels.size() + mattes) *
+         sizeof(float);
 }
 
 namespace {
@@ -72,7 +76,11 @@ void check_raw(const RawFrame& raw) {
 
 Image despeckled_alpha(const RawFrame& raw, const PostSettings& s) {
   check_raw(raw);
-  return s.despeckle ? post::despeckle(raw.alpha, static_cast<int>(s.despeckle_size)) : raw.alpha;
+  if (!s.despeckle) return raw.alpha;
+  Image a = post::despeckle(raw.alpha, static_cast<int>(s.despeckle_size));
+  // Despeckling may drop a held-out island: the mattes' bounds hold after it too.
+  if (raw.mattes) post::clamp_to_mattes(a, &raw.mattes->garbage, &raw.mattes->holdout);
+  return a;
 }
 
 FinishedFrame finish_frame(const RawFrame& raw, const PostSettings& s, bool processed, bool comp,
@@ -215,6 +223,10 @@ void write_layered_output(const std::string& path, const RawFrame& raw, const Im
                           const std::string& exr_compression) {
   CK_CHECK(processed.channels == 4 && raw.fg.channels == 3 && raw.alpha.channels == 1, ConfigError,
            path, ": layered needs Processed (4 channels), FG (3) and the matte (1)");
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (auto& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  CK_CHECK(ext == ".exr", ConfigError, path,
+           ": layered is written as a half-float EXR; name it .exr");
   const auto compression = io::parse_exr_compression(exr_compression);
   Image fg_scratch, processed_scratch;
   // The same conversions as the separate files (output_image), so each half sample equals

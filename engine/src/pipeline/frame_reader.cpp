@@ -6,6 +6,8 @@
 #include "pipeline/frame_stages.h"
 #include "timing.h"
 
+#include <tuple>
+
 namespace corridorkey::pipeline {
 
 using timing::Clock;
@@ -13,9 +15,18 @@ using timing::ms_since;
 
 ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
                               const std::string& file, double read_ms,
-                              std::shared_ptr<const io::PlateMetadata> meta) const {
-  auto it = prepare_frame(plans_[ci], ci, index, std::move(plate), std::move(hint), file, read_ms,
-                          nullptr, torch::kCPU, meta.get());
+                              std::shared_ptr<const io::PlateMetadata> meta, Image garbage,
+                              Image holdout) const {
+  const auto& p = plans_[ci];
+  std::vector<std::string> warnings;
+  auto name = [&](const io::FrameSource& s) {
+    return s.is_video() ? s.video + "#" + std::to_string(index) : matte_file(s, index);
+  };
+  auto mattes = frame_mattes(std::move(garbage), name(p.mattes.garbage), std::move(holdout),
+                             name(p.mattes.holdout), plate.width, plate.height, meta.get(), warnings);
+  auto it = prepare_frame(p, ci, index, std::move(plate), std::move(hint), file, read_ms, nullptr,
+                          torch::kCPU, meta.get(), std::move(mattes));
+  it.warnings.insert(it.warnings.begin(), warnings.begin(), warnings.end());
   it.plate = std::move(meta);
   return it;
 }
@@ -30,8 +41,13 @@ ReadItem FrameReader::read_frame(size_t ci, int index) const {
     std::shared_ptr<const io::PlateMetadata> meta;
     Image plate = io::read_plate(file, limits_, meta);
     Image hint = p.generate_hint ? Image{} : io::read_image(p.clip.hint.frames[index], limits_);
+    auto matte = [&](const io::FrameSource& s) {
+      const auto f = matte_file(s, index);
+      return f.empty() ? Image{} : io::read_image(f, limits_);
+    };
+    Image garbage = matte(p.mattes.garbage), holdout = matte(p.mattes.holdout);
     return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t),
-                   std::move(meta));
+                   std::move(meta), std::move(garbage), std::move(holdout));
   } catch (const std::exception& e) {
     return ReadItem::failed(ci, index, p.stems[index], file, e.what());
   }
@@ -40,12 +56,16 @@ ReadItem FrameReader::read_frame(size_t ci, int index) const {
 void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>& sink,
                                   const std::function<bool()>& stopping) const {
   const auto& p = plans_[ci];
-  std::unique_ptr<io::VideoReader> vin, vhint;
+  std::unique_ptr<io::VideoReader> vin, vhint, vgarbage, vholdout;
   try {
     if (p.clip.input.is_video())
       vin = std::make_unique<io::VideoReader>(p.clip.input.video, p.colour.deep_video);
     if (!p.generate_hint && p.clip.hint.is_video())
       vhint = std::make_unique<io::VideoReader>(p.clip.hint.video);
+    if (p.mattes.garbage.is_video())
+      vgarbage = std::make_unique<io::VideoReader>(p.mattes.garbage.video);
+    if (p.mattes.holdout.is_video())
+      vholdout = std::make_unique<io::VideoReader>(p.mattes.holdout.video);
   } catch (const std::exception& e) {
     const int first = p.frames.front();
     sink(ReadItem::failed(ci, first, p.stems[first], p.clip.root, e.what()));
@@ -58,7 +78,7 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
   for (int i = 0; k < p.frames.size() && !stopping(); ++i) {
     const auto t = Clock::now();
     const bool wanted = i == p.frames[k];
-    Image plate, hint;
+    Image plate, hint, garbage, holdout;
     std::shared_ptr<const io::PlateMetadata> meta = video_meta;
     const std::string file =
         vin ? p.clip.input.video + "#" + std::to_string(i) : p.clip.input.frames[i];
@@ -96,6 +116,17 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
           hint = io::read_image(hf, limits_);
         });
       }
+      // Mattes: a video advances with the plates; an image is read for a wanted frame.
+      for (auto [v, src, im, what] :
+           {std::tuple{vgarbage.get(), &p.mattes.garbage, &garbage, "garbage matte"},
+            std::tuple{vholdout.get(), &p.mattes.holdout, &holdout, "holdout matte"}}) {
+        if (v) {
+          CK_CHECK(v->next(*im), IoError, src->video, ": ", what, " video ended at frame ", i);
+        } else if (wanted && err.empty()) {
+          const auto f = matte_file(*src, i);
+          if (!f.empty()) frame_file([&] { *im = io::read_image(f, limits_); });
+        }
+      }
     } catch (const std::exception& e) {
       err = e.what();
       stream_broke = true;
@@ -104,7 +135,8 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
     ReadItem it;
     if (err.empty()) {
       try {
-        it = prepare(ci, i, std::move(plate), std::move(hint), file, ms_since(t), std::move(meta));
+        it = prepare(ci, i, std::move(plate), std::move(hint), file, ms_since(t), std::move(meta),
+                     std::move(garbage), std::move(holdout));
       } catch (const std::exception& e) {
         err = e.what();
       }

@@ -26,7 +26,8 @@ class FrameReader {
 
  private:
   ReadItem prepare(size_t clip, int index, Image plate, Image hint, const std::string& file,
-                   double read_ms, std::shared_ptr<const io::PlateMetadata> meta) const;
+                   double read_ms, std::shared_ptr<const io::PlateMetadata> meta,
+                   Image garbage = {}, Image holdout = {}) const;
 
   const std::vector<ClipPlan>& plans_;
   io::DecodeLimits limits_;

@@ -5,6 +5,7 @@
 #include <corridorkey/check.h>
 
 #include "io/image_io.h"
+#include "post/mattes.h"
 #include "post/postprocess.h"
 #include "runtime/frame_tensors.h"
 #include "runtime/model_runner.h"
@@ -165,8 +166,10 @@ ModelChoice choose_model(BaseEngine& main, const std::function<BaseEngine*()>& b
 
 ReadItem prepare_frame(const ClipPlan& p, size_t ci, int index, Image plate, Image hint,
                        const std::string& file, double read_ms, Image* generated_hint,
-                       const torch::Device& device, const io::PlateMetadata* plate_meta) {
+                       const torch::Device& device, const io::PlateMetadata* plate_meta,
+                       std::shared_ptr<const FrameMattes> mattes) {
   ReadItem it;
+  it.mattes = std::move(mattes);
   it.clip = ci;
   it.index = index;
   it.stem = p.stems[index];
@@ -217,6 +220,8 @@ ReadItem prepare_frame(const ClipPlan& p, size_t ci, int index, Image plate, Ima
     std::string note;
     auto ht = detail::hint_to_tensor(hint.view(), &note);
     if (!note.empty()) it.warnings.push_back(note);
+    if (it.mattes && !it.mattes->garbage.empty())  // the model sees the garbage matte
+      ht = detail::garbage_on_hint(ht, it.mattes->garbage.view());
     return detail::preprocess(pt, ht, p.model_size, p.linear, device);
   });
   it.timings.preprocess_ms = ms_since(t);
@@ -249,6 +254,7 @@ void to_plate(const Image& alpha_model, const Image& fg_model, int width, int he
     raw.fg = post::resize_lanczos(fg_model, width, height);
     if (swapped) swap_green_blue(raw.fg);  // back to the plate's channel order
   }
+  if (raw.mattes) post::apply_mattes(raw.alpha, &raw.mattes->garbage, &raw.mattes->holdout);
   raw.timings.postprocess_ms += ms_since(t);
 }
 

@@ -68,12 +68,15 @@ ModelChoice choose_model(BaseEngine& main, const std::function<BaseEngine*()>& b
 /// the plan has an output folder; copied to *generated_hint when given), green and blue
 /// swapped, both resized to the model's size on `device` (the pipeline's readers: the CPU).
 /// `plate_meta`: an overscan plate's (read_plate) places a display-size hint on its display
-/// window, the overscan getting a generated hint. Throws IoError naming `file`, or the hint
-/// file when an overscan plate's hint is the size of neither window.
+/// window, the overscan getting a generated hint. `mattes` (frame_mattes): the garbage matte
+/// multiplies the hint (given or generated) before the model; both travel on in the item.
+/// Throws IoError naming `file`, or the hint file when an overscan plate's hint is the size
+/// of neither window.
 ReadItem prepare_frame(const ClipPlan& plan, size_t clip, int index, Image plate, Image hint,
                        const std::string& file, double read_ms, Image* generated_hint = nullptr,
                        const torch::Device& device = torch::kCPU,
-                       const io::PlateMetadata* plate_meta = nullptr);
+                       const io::PlateMetadata* plate_meta = nullptr,
+                       std::shared_ptr<const FrameMattes> mattes = nullptr);
 
 /// The engine's model on a prepared input: moved to its device (pinned, asynchronously, to
 /// CUDA), run, its outputs checked finite (ModelError naming `what`). Fills the timings of
@@ -84,7 +87,8 @@ detail::ModelRun infer_frame(EngineAccess::Impl& engine, const torch::Tensor& x,
 
 /// The model's outputs at the plate's size and in its channel order: alpha, and fg when
 /// `with_fg`, Lanczos-resized to width x height; fg's green and blue swapped back for a
-/// frame keyed swapped. Adds its time to timings.postprocess_ms.
+/// frame keyed swapped; raw.mattes (when set) applied to alpha (post::apply_mattes). Adds
+/// its time to timings.postprocess_ms.
 void to_plate(const Image& alpha_model, const Image& fg_model, int width, int height, bool swapped,
               bool with_fg, RawFrame& raw);
 

@@ -13,8 +13,10 @@ using timing::ms_since;
 
 void FrameWriter::write(const ClipPlan& plan, const std::string& stem, int width, int height,
                         const Image& alpha_model, const Image& fg_model, StageTimings& timings,
-                        std::shared_ptr<const io::PlateMetadata> plate) const {
+                        std::shared_ptr<const io::PlateMetadata> plate,
+                        std::shared_ptr<const FrameMattes> mattes) const {
   RawFrame raw;
+  raw.mattes = std::move(mattes);
   to_plate(alpha_model, fg_model, width, height, plan.swap_gb, /*with_fg=*/true, raw);
   raw.colour = std::make_shared<const FrameColour>(FrameColour{plan.colour, std::move(plate)});
   auto t = Clock::now();

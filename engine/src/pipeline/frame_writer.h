@@ -21,11 +21,13 @@ class FrameWriter {
       : job_(job), post_(post_settings(engine, Screen::Green)) {}
 
   /// Writes one frame from its model-resolution alpha / fg; fills postprocess_ms and
-  /// write_ms. `plate`: what the plate's header carries to the EXR outputs (null: nothing).
+  /// write_ms. `plate`: what the plate's header carries to the EXR outputs (null: nothing);
+  /// `mattes`: the frame's garbage and holdout mattes (null: none).
   /// Throws IoError naming the file that could not be written.
   void write(const ClipPlan& plan, const std::string& stem, int width, int height,
              const Image& alpha_model, const Image& fg_model, StageTimings& timings,
-             std::shared_ptr<const io::PlateMetadata> plate = nullptr) const;
+             std::shared_ptr<const io::PlateMetadata> plate = nullptr,
+             std::shared_ptr<const FrameMattes> mattes = nullptr) const;
 
  private:
   const InferenceOptions& job_;

@@ -11,6 +11,7 @@
 #include "io/view_layout.h"
 #include "pipeline/clip_plan.h"
 #include "pipeline/frame_colour.h"
+#include "pipeline/frame_mattes.h"
 #include "pipeline/frame_stages.h"
 #include "runtime/engine_impl.h"
 #include "runtime/frame_tensors.h"
@@ -19,6 +20,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 CORRIDORKEY_NAMESPACE_BEGIN
 
@@ -33,6 +35,12 @@ bool is_exr(const std::string& file) {
   return ext == ".exr";
 }
 
+/// A frame's garbage and holdout mattes as read or given, and their names for messages.
+struct MatteImages {
+  Image garbage, holdout;
+  std::string garbage_file = "garbage matte", holdout_file = "holdout matte";
+};
+
 struct Keyed {
   RawFrame raw;
   uint64_t peaks[3] = {0, 0, 0};  // the model's stages (ModelRun)
@@ -43,7 +51,7 @@ struct Keyed {
 Keyed key_one(BaseEngine& engine, BaseEngine* blue_engine, Image plate, Image hint,
               const std::string& file, const std::string& plate_file, const std::string& hint_file,
               const FrameSettings& s, double read_ms, bool with_fg, bool resize_on_device,
-              std::shared_ptr<const io::PlateMetadata> plate_meta = nullptr) {
+              std::shared_ptr<const io::PlateMetadata> plate_meta = nullptr, MatteImages m = {}) {
   Keyed k;
   RawFrame& raw = k.raw;
   const auto t_start = Clock::now();
@@ -82,9 +90,11 @@ Keyed key_one(BaseEngine& engine, BaseEngine* blue_engine, Image plate, Image hi
   raw.colour = std::make_shared<const FrameColour>(FrameColour{p.colour, plate_meta});
 
   const int width = plate.width, height = plate.height;
+  raw.mattes = pipeline::frame_mattes(std::move(m.garbage), m.garbage_file, std::move(m.holdout),
+                                      m.holdout_file, width, height, plate_meta.get(), raw.warnings);
   auto it = pipeline::prepare_frame(
       p, 0, 0, std::move(plate), std::move(hint), file, read_ms, &raw.hint,
-      resize_on_device ? model.device : torch::Device(torch::kCPU), plate_meta.get());
+      resize_on_device ? model.device : torch::Device(torch::kCPU), plate_meta.get(), raw.mattes);
   for (auto& w : it.warnings) raw.warnings.push_back(std::move(w));
   raw.timings = it.timings;
   const auto run = pipeline::infer_frame(model, it.x, file, raw.timings, raw.warnings);
@@ -167,15 +177,39 @@ RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine, FrameSource src,
     src.plate = io::read_plate(src.plate_file, limits, meta);
   }
   if (src.hint.empty() && !src.hint_file.empty()) src.hint = io::read_image(src.hint_file, s.max_pixels);
+  MatteImages m;
+  if (src.garbage.empty() && !src.garbage_file.empty())
+    src.garbage = io::read_image(src.garbage_file, s.max_pixels);
+  if (src.holdout.empty() && !src.holdout_file.empty())
+    src.holdout = io::read_image(src.holdout_file, s.max_pixels);
+  if (!src.garbage_file.empty()) m.garbage_file = src.garbage_file;
+  if (!src.holdout_file.empty()) m.holdout_file = src.holdout_file;
+  m.garbage = std::move(src.garbage);
+  m.holdout = std::move(src.holdout);
   const double read_ms = ms_since(t_read);
   return key_one(engine, blue_engine, std::move(src.plate), std::move(src.hint), file,
                  src.plate_file, src.hint_file, s, read_ms, /*with_fg=*/true,
-                 /*resize_on_device=*/false, std::move(meta))
+                 /*resize_on_device=*/false, std::move(meta), std::move(m))
       .raw;
 }
 
 FrameResult key_frame(BaseEngine& engine, BaseEngine* blue_engine, const ImageView& plate,
                       const ImageView& hint, const FrameSettings& s, const FrameRequest& req) {
+  return key_frame(engine, blue_engine, plate, hint, MatteViews{}, s, req);
+}
+
+FrameResult key_frame(BaseEngine& engine, BaseEngine* blue_engine, const ImageView& plate,
+                      const ImageView& hint, const MatteViews& mattes, const FrameSettings& s,
+                      const FrameRequest& req) {
+  MatteImages m;
+  for (auto [v, im, what] : {std::tuple{&mattes.garbage, &m.garbage, "garbage matte"},
+                             std::tuple{&mattes.holdout, &m.holdout, "holdout matte"}}) {
+    if (!v->data) continue;
+    CK_CHECK(v->width == plate.width && v->height == plate.height, ConfigError, "the ", what, " is ",
+             v->width, "x", v->height, "; the plate is ", plate.width, "x", plate.height,
+             " (a matte is never resized)");
+    *im = from_view(*v, what);
+  }
   check_into(req.matte_into, req.matte, 1, plate, "matte");
   check_into(req.fg_into, req.fg, 3, plate, "fg");
   check_into(req.processed_into, req.processed, 4, plate, "processed");
@@ -188,7 +222,7 @@ FrameResult key_frame(BaseEngine& engine, BaseEngine* blue_engine, const ImageVi
   Image p = from_view(plate, "plate");
   Image h = hint.data ? from_view(hint, "hint") : Image{};
   auto k = key_one(engine, blue_engine, std::move(p), std::move(h), "plate", "", "hint", s, 0, need_fg,
-                   /*resize_on_device=*/true);
+                   /*resize_on_device=*/true, nullptr, std::move(m));
   RawFrame& raw = k.raw;
   res.timings = raw.timings;
   const auto t0 = Clock::now();

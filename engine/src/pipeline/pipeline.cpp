@@ -270,7 +270,7 @@ class Pipeline {
   void make_tasks() {
     for (size_t ci = 0; ci < plan_.clips.size(); ++ci) {
       const auto& p = plan_.clips[ci];
-      if (p.clip.input.is_video() || p.clip.hint.is_video()) {
+      if (p.clip.input.is_video() || p.clip.hint.is_video() || p.mattes.has_video()) {
         if (!p.frames.empty()) tasks_.push_back({ci, -1});
       } else {
         for (int i : p.frames) tasks_.push_back({ci, i});
@@ -399,7 +399,8 @@ class Pipeline {
       try {
         Image alpha_s, fg_s;
         dma_.finish(w.outputs, alpha_s, fg_s);
-        writer_.write(p, w.meta.stem, w.meta.width, w.meta.height, alpha_s, fg_s, timings, w.meta.plate);
+        writer_.write(p, w.meta.stem, w.meta.width, w.meta.height, alpha_s, fg_s, timings, w.meta.plate,
+                      w.meta.mattes);
       } catch (const std::exception& e) {
         fail(w.meta, e.what());
         continue;

@@ -37,13 +37,33 @@ torch::Tensor hint_to_tensor(const ImageView& hint, std::string* note) {
   const auto all = view_to_tensor(hint, 4, "hint");  // [H,W,C] float
   const auto rgb = all.slice(2, 0, 3);
   const auto r = rgb.slice(2, 0, 1);
-  if (torch::equal(r.expand_as(rgb), rgb)) return r.contiguous();  // grey saved as RGB
-  if (all.size(2) == 4 && rgb.abs().max().item<float>() == 0.f) {
+  // Black colour with an alpha that says something: a matte a paint tool saved as alpha.
+  // Checked before grey (black is grey too, which made this rule unreachable); opaque black
+  // stays an all-background hint.
+  if (all.size(2) == 4 && rgb.abs().max().item<float>() == 0.f &&
+      !torch::equal(all.slice(2, 3, 4), torch::ones_like(all.slice(2, 3, 4)))) {
     if (note) *note = "hint's colour channels are black: using its alpha channel";
     return all.slice(2, 3, 4).contiguous();
   }
+  if (torch::equal(r.expand_as(rgb), rgb)) return r.contiguous();  // grey saved as RGB
   if (note) *note = "hint's colour channels differ: using max(R, G, B) per pixel";
   return std::get<0>(rgb.max(2, /*keepdim=*/true)).contiguous();
+}
+
+torch::Tensor garbage_on_hint(const torch::Tensor& hint, const ImageView& garbage) {
+  auto g = view_to_tensor(garbage, 1, "garbage matte");
+  if (g.size(0) != hint.size(0) || g.size(1) != hint.size(1)) {
+    auto nchw = g.permute({2, 0, 1}).unsqueeze(0);
+    g = F::interpolate(nchw, F::InterpolateFuncOptions()
+                                 .size(std::vector<int64_t>{hint.size(0), hint.size(1)})
+                                 .mode(torch::kBilinear)
+                                 .align_corners(false)
+                                 .antialias(true))
+            .squeeze(0)
+            .permute({1, 2, 0})
+            .clamp(0, 1);
+  }
+  return hint * (1 - g);
 }
 
 torch::Tensor linear_to_srgb(const torch::Tensor& x0) {

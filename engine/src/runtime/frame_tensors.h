@@ -19,6 +19,10 @@ torch::Tensor view_to_tensor(const ImageView& view, int max_channels, const char
 /// alpha; else max(R, G, B) per pixel, so a matte drawn in any colour channel is not read
 /// as black. `note` receives a line saying which rule applied when it was not the plain one.
 torch::Tensor hint_to_tensor(const ImageView& hint, std::string* note = nullptr);
+/// hint x (1 - garbage): a one-channel hint [h,w,1] and a garbage matte plane [H,W,1] (0..1);
+/// a matte of another size than the hint (a hint resized with its plate) is resized to it
+/// first, bilinear with antialiasing as the model's input is, and clamped to 0..1.
+torch::Tensor garbage_on_hint(const torch::Tensor& hint, const ImageView& garbage);
 
 /// Reference pre-processing: plate [H,W,3] + hint [h,w,1] (CPU float) -> [1,4,S,S] on
 /// `device`: bilinear + antialias resize to S x S (aspect squashed), linear -> sRGB after
