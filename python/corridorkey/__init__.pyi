@@ -69,12 +69,16 @@ class Engine:
         output_colorspace: str | None = None,
         fg_colorspace: str | None = None,
         comp_view: str | None = None,
+        garbage: npt.NDArray[Any] | Buffer | None = None,
+        holdout: npt.NDArray[Any] | Buffer | None = None,
     ) -> dict[str, Any]:
         """Keys a frame (HxWxC, HxW grey) or a batch (BxHxWxC). Returns the outputs asked for
         as float32 arrays (or the `out` arrays, written in place) and 'screen', 'swapped',
         'linear', 'checkpoint', 'warnings', 'timings' (FrameTimings). output_colorspace,
         fg_colorspace and comp_view (None: unconverted) put processed, fg and comp in those
-        spaces as `inference`'s flags of the same names write them."""
+        spaces as `inference`'s flags of the same names write them. garbage and holdout:
+        plate-sized mattes (as a hint is given; white marks the region): the matte is exactly 0
+        under the garbage matte and exactly 1 under the holdout."""
 
 def run_inference(
     clips: StrPath | Iterable[StrPath],

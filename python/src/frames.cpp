@@ -6,10 +6,11 @@
 //
 // Per frame it is `corridorkey-engine inference`'s frame, through the public key_frame over
 // the arrays' views (frame.h), as a C++ host calls it: reading, NaN clean-up, colour, a
-// generated hint where none is given, the backing estimated where it is "auto", the model
-// (the blue-screen one for a blue plate when the Model names checkpoint_blue), the resize,
-// then the one finish-and-deliver (despeckle, despill, premultiply, comp; each output in its
-// colour space, into the caller's `out` array or a new one).
+// generated hint where none is given, the garbage and holdout mattes (read in place too),
+// the backing estimated where it is "auto", the model (the blue-screen one for a blue plate
+// when the Model names checkpoint_blue), the resize, then the one finish-and-deliver
+// (despeckle, despill, premultiply, comp; each output in its colour space, into the caller's
+// `out` array or a new one).
 #include "binding.h"
 
 #include <corridorkey/errors.h>
@@ -29,6 +30,7 @@
 #include <iterator>
 #include <optional>
 #include <tuple>
+#include <utility>
 #include <cstring>
 #include <thread>
 
@@ -232,8 +234,9 @@ void bind_frames(nb::class_<PyEngine>& engine) {
       [](PyEngine& e, Array plate, std::optional<Array> hint, const std::string& screen,
          const std::string& input_colorspace, const std::vector<std::string>& outputs,
          std::optional<nb::dict> out, std::optional<std::string> output_colorspace,
-         std::optional<std::string> fg_colorspace, std::optional<std::string> comp_view) {
-        // A plate is HxW (grey), HxWxC or BxHxWxC; the hint and `out` follow its batch.
+         std::optional<std::string> fg_colorspace, std::optional<std::string> comp_view,
+         std::optional<Array> garbage, std::optional<Array> holdout) {
+        // A plate is HxW (grey), HxWxC or BxHxWxC; the hint, the mattes and `out` follow its batch.
         const bool batch = plate.ndim() == 4;
         const Layout pl = layout_of(plate, "plate", {1, 3, 4}, batch);
         const PixelType pt = pixel_type(plate, "plate", false);
@@ -251,6 +254,22 @@ void bind_frames(nb::class_<PyEngine>& engine) {
           ht = pixel_type(*hint, "hint", false);
           same_frames(*hl, "hint");
         }
+        // A matte is read as a hint file is (frame.h's MatteViews): any channel count a matte
+        // image has, reduced by the engine. Checked here, before any frame is keyed, so a
+        // wrong size names the argument rather than a frame of the batch.
+        struct MatteArg {
+          const std::optional<Array>& array;
+          const char* what;
+          Layout layout;
+          PixelType type = PixelType::Float32;
+        };
+        MatteArg mattes[] = {{garbage, "garbage", {}}, {holdout, "holdout", {}}};
+        for (auto& m : mattes)
+          if (m.array) {
+            m.layout = layout_of(*m.array, m.what, {1, 2, 3, 4}, batch);
+            m.type = pixel_type(*m.array, m.what, false);
+            same_frames(m.layout, m.what);
+          }
         const int want = wanted(outputs);
         FrameSettings settings;
         settings.screen = screen_named(screen);
@@ -321,10 +340,13 @@ void bind_frames(nb::class_<PyEngine>& engine) {
                 (s.channels == 1 ? req.matte_into : s.channels == 4 ? req.processed_into
                                   : std::string(s.name) == "fg" ? req.fg_into : req.comp_into) = v;
               }
+            MatteViews mv;
+            for (auto [m, v] : {std::pair{&mattes[0], &mv.garbage}, std::pair{&mattes[1], &mv.holdout}})
+              if (m->array) *v = view_of<ImageView>(*m->array, m->layout, m->type, i);
             FrameResult r;
             try {
               r = key_frame(*e.engine, nullptr, view_of<ImageView>(plate, pl, pt, i),
-                            hint ? view_of<ImageView>(*hint, *hl, ht, i) : ImageView{}, settings, req);
+                            hint ? view_of<ImageView>(*hint, *hl, ht, i) : ImageView{}, mv, settings, req);
             } catch (const Error&) {
               if (!batch) throw;
               rethrow_naming_frame(i);
@@ -372,12 +394,17 @@ void bind_frames(nb::class_<PyEngine>& engine) {
       nb::arg("outputs") = std::vector<std::string>{"matte", "fg", "processed", "comp"},
       nb::arg("out").none() = nb::none(), nb::arg("output_colorspace").none() = nb::none(),
       nb::arg("fg_colorspace").none() = nb::none(), nb::arg("comp_view").none() = nb::none(),
+      nb::arg("garbage").none() = nb::none(), nb::arg("holdout").none() = nb::none(),
       "Keys a frame (HxWxC, C 3 or 4) or a batch (BxHxWxC) as `inference` keys a clip's frame: "
       "hint None is generated, screen 'auto' is estimated (once per batch), NaNs are cleaned. "
       "Returns a dict of float32 arrays (matte HxW, fg HxWx3 sRGB straight, processed HxWx4 "
       "linear premultiplied, comp HxWx3 sRGB) and what was found (screen, warnings, timings). "
       "output_colorspace, fg_colorspace and comp_view put processed, fg and comp in those spaces, "
-      "as `inference --output-colorspace / --fg-colorspace / --comp-view` writes them.");
+      "as `inference --output-colorspace / --fg-colorspace / --comp-view` writes them. "
+      "garbage and holdout are mattes the plate's size (HxW or HxWxC, BxHxW[xC] for a batch; "
+      "white marks the region): the matte is max(alpha x (1 - garbage), holdout), so exactly 0 "
+      "under the garbage and 1 under the holdout, and fg, processed and comp follow; the garbage "
+      "also multiplies the hint before the model.");
 }
 
 }  // namespace corridorkey::python
