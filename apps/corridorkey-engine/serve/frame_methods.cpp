@@ -58,8 +58,10 @@ std::vector<OutputArg> output_args(const json& params, const std::string& method
   auto it = params.find("outputs");
   if (it == params.end() || it->is_null()) return out;
   if (!it->is_object())
-    throw RpcError(kInvalidParams, method + ": \"outputs\" must be an object ({\"matte\": PATH, \"fg\": "
-                                            "PATH, \"processed\": PATH, \"comp\": PATH, \"hint\": PATH})");
+    throw RpcError(kInvalidParams,
+                   method + ": \"outputs\" must be an object ({\"matte\": PATH, \"fg\": PATH, "
+                            "\"processed\": PATH, \"comp\": PATH, \"hint\": PATH, "
+                            "\"layered\": PATH})");
   for (const auto& [k, v] : it->items()) {
     OutputArg o;
     int channels = 3;
@@ -69,9 +71,17 @@ std::vector<OutputArg> output_args(const json& params, const std::string& method
     else if (k == "processed") o.kind = FrameOutput::Processed, channels = 4, formats = ".exr";
     else if (k == "comp") o.kind = FrameOutput::Comp, formats = ".png or .exr";
     else if (k == "hint") o.kind = FrameOutput::Hint, channels = 1, formats = ".png";
+    else if (k == "layered") o.layered = true, formats = ".exr";
     else
       throw RpcError(kInvalidParams, method + ": unknown output '" + k +
-                                         "' (expected matte, fg, processed, comp or hint)");
+                                         "' (expected matte, fg, processed, comp, hint or layered)");
+    // One multi-layer EXR file (docs/clips.md, "The layered output"): no shared-memory
+    // layout holds it; a host that wants the pixels takes matte, fg and processed blocks.
+    if (o.layered && !v.is_null() && !v.is_string())
+      throw RpcError(kInvalidParams,
+                     method + ": outputs: layered is written only as a file (a .exr path); shared "
+                              "memory cannot hold it: give a path, or take matte, fg and "
+                              "processed as shared-memory blocks");
     o.where = image_arg(*it, k.c_str(), method + ": outputs");
     if (!o.where.given()) continue;
     if (o.where.shm && o.where.shm->channels != channels)
@@ -100,28 +110,31 @@ std::vector<OutputArg> output_args(const json& params, const std::string& method
     return !ec ? ca == cb : a == b;
   };
   std::vector<std::string> inputs;
-  for (const char* k : {"plate", "hint"})
+  for (const char* k : {"plate", "hint", "garbage", "holdout"})
     if (auto it = params.find(k); it != params.end() && it->is_string()) inputs.push_back(it->get<std::string>());
   for (size_t i = 0; i < out.size(); ++i) {
     const auto& a = out[i].where;
     for (size_t j = i + 1; j < out.size(); ++j) {
       const auto& b = out[j].where;
       if ((a.shm && b.shm && a.shm->name == b.shm->name) || (!a.shm && !b.shm && same(a.path, b.path)))
-        throw RpcError(kInvalidParams, method + ": outputs " + to_string(out[i].kind) + " and " +
-                                           to_string(out[j].kind) + " name the same " +
+        throw RpcError(kInvalidParams, method + ": outputs " + out[i].name() + " and " +
+                                           out[j].name() + " name the same " +
                                            (a.shm ? "block " + a.shm->name : "file " + a.path));
     }
     if (!a.shm)
       for (const auto& in : inputs)
         if (same(a.path, in))
-          throw RpcError(kInvalidParams, method + ": outputs: " + to_string(out[i].kind) + " " + a.path +
+          throw RpcError(kInvalidParams, method + ": outputs: " + out[i].name() + " " + a.path +
                                              " is an input of this request; it would be overwritten");
   }
   return out;
 }
 
+/// Whether an output needs `k`: asked for itself, or (Processed) by the layered EXR.
 bool wants(const std::vector<OutputArg>& outs, FrameOutput k) {
-  return std::any_of(outs.begin(), outs.end(), [&](const OutputArg& o) { return o.kind == k; });
+  return std::any_of(outs.begin(), outs.end(), [&](const OutputArg& o) {
+    return o.layered ? k == FrameOutput::Processed : o.kind == k;
+  });
 }
 
 /// The stages' times (report_json.h, the spelling of every output) with this request's own:
@@ -198,9 +211,10 @@ json write_outputs(const CachedFrame& f, const EngineSettings& post, Screen back
       if (shm_writers.size() + 1 < std::max(1u, std::thread::hardware_concurrency())) shm_writers.emplace_back(write);
       else write();
     } else {
-      write_frame_output(o.kind, o.where.path, image_of(o.kind), raw, compression);
+      if (o.layered) write_layered_output(o.where.path, raw, done.processed, compression);
+      else write_frame_output(o.kind, o.where.path, image_of(o.kind), raw, compression);
     }
-    written[to_string(o.kind)] = o.where.shm ? o.where.shm->name : o.where.path;
+    written[o.name()] = o.where.shm ? o.where.shm->name : o.where.path;
   }
   for (auto& th : shm_writers) th.join();
   for (const auto& e : shm_errors)
@@ -239,13 +253,15 @@ json frame_result(const std::string& frame_id, const std::string& job_id, const 
 
 std::function<json(Job&)> Server::frame_key(const json& params, const std::shared_ptr<ModelSlot>& s) {
   const std::string method = "frame.key";
-  static const std::set<std::string> own = {"plate", "hint", "outputs", "model", "job_id"};
+  static const std::set<std::string> own = {"plate",   "hint",  "garbage", "holdout",
+                                            "outputs", "model", "job_id"};
   InferenceOptions io;  // the per-frame settings, parsed by the inference table
   for (const auto& [k, v] : params.items()) {
     if (own.count(k) || is_engine_key(k)) continue;
     if (!frame_inference_keys().count(k))
       throw RpcError(kInvalidParams, method + ": unknown parameter '" + k +
-                                         "' (expected plate, hint, outputs, model, job_id, screen, color, input_colorspace, ocio_config, "
+                                         "' (expected plate, hint, garbage, holdout, outputs, model, "
+                                         "job_id, screen, color, input_colorspace, ocio_config, "
                                          "output_colorspace, fg_colorspace, comp_view, "
                                          "hint_erode, hint_blur, backing_check, max_pixels, "
                                          "exr_compression, or an engine setting by its profile name)");
@@ -254,6 +270,12 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
   auto plate = image_arg(params, "plate", method);
   if (!plate.given()) throw RpcError(kInvalidParams, method + ": \"plate\" is required (a path or a shared-memory block)");
   auto hint = image_arg(params, "hint", method);
+  // Garbage and holdout mattes (docs/clips.md): white marks the region, plate-sized (key_frame
+  // names the file otherwise). They shape the raw result itself (the garbage matte multiplies
+  // the hint the model sees), so they travel in the cached RawFrame: a repost keeps them, and
+  // another matte is another frame.key, another frame_id.
+  auto garbage = image_arg(params, "garbage", method);
+  auto holdout = image_arg(params, "holdout", method);
   auto outs = output_args(params, method);
   if (hint.given() && wants(outs, FrameOutput::Hint))
     throw RpcError(kInvalidParams, method + ": outputs: hint is the generated hint; this request gives one");
@@ -263,7 +285,7 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
   const FrameSettings fs = frame_settings(io);
   const EngineSettings post = post_options(s->opt.engine, params, method);
   const std::string compression = io.exr_compression;
-  return [this, s, plate, hint, outs, fs, post, compression, method](Job& job) {
+  return [this, s, plate, hint, garbage, holdout, outs, fs, post, compression, method](Job& job) {
     const double queue_ms = ms_since(job.queued_at);
     const bool cached = s->engine != nullptr;
     ensure_loaded(*s);
@@ -272,6 +294,10 @@ std::function<json(Job&)> Server::frame_key(const json& params, const std::share
     if (plate.shm) src.plate = read_shm(*plate.shm, method + ": plate");
     if (hint.given()) src.hint_file = hint.name();
     if (hint.shm) src.hint = read_shm(*hint.shm, method + ": hint");
+    if (garbage.given()) src.garbage_file = garbage.name();
+    if (garbage.shm) src.garbage = read_shm(*garbage.shm, method + ": garbage");
+    if (holdout.given()) src.holdout_file = holdout.name();
+    if (holdout.shm) src.holdout = read_shm(*holdout.shm, method + ": holdout");
     auto entry = std::make_shared<CachedFrame>(key_frame(*s->engine, s->blue.get(), std::move(src), fs));
     entry->post = post;
     entry->model_id = s->id;

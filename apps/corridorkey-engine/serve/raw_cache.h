@@ -16,7 +16,9 @@ namespace corridorkey::serve {
 struct CachedFrame {
   explicit CachedFrame(RawFrame raw) : frame(std::move(raw)) {}
   /// The raw result and its despeckle memo (frame.h): a repost that changes only despill (a
-  /// slider) reuses the despeckled alpha, as review's tweaks do.
+  /// slider) reuses the despeckled alpha, as review's tweaks do. The garbage and holdout
+  /// mattes it was keyed with are part of it (RawFrame::mattes), so a repost re-applies
+  /// them; entries are by frame_id, never looked up by their inputs.
   RepostableFrame frame;
   EngineSettings post;  // the engine's, with the despill / despeckle the frame was keyed with
   std::string model_id, exr_compression;

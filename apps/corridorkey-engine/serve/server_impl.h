@@ -97,7 +97,11 @@ struct ImageArg {
 };
 struct OutputArg {
   FrameOutput kind = FrameOutput::Matte;
+  /// The layered EXR (Processed, FG and the matte in one file; write_layered_output): `kind`
+  /// is unused, `where` a path (never shared memory).
+  bool layered = false;
   ImageArg where;
+  const char* name() const { return layered ? "layered" : to_string(kind); }
 };
 
 /// A connection's reader thread and whether it has ended (then it is joined).
