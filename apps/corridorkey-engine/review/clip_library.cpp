@@ -57,6 +57,13 @@ const char* folder_of(Output k) {
   return k == Output::Matte ? "Matte" : k == Output::Fg ? "FG" : k == Output::Processed ? "Processed" : "Comp";
 }
 
+/// A clip's garbage or holdout matte as the page tells it; null for none.
+json matte_summary(const ClipFrames& m) {
+  if (!m.video.empty()) return "video";
+  if (m.files.empty()) return nullptr;
+  return m.files.size() == 1 ? std::string("one file for every frame") : std::to_string(m.files.size()) + " files";
+}
+
 }  // namespace
 
 Output parse_output(const std::string& n) {
@@ -118,6 +125,7 @@ json ClipLibrary::list() {
               {"video", !l.input.video.empty()},
               {"fps", l.input.fps > 0 ? l.input.fps : 24.0},
               {"hints", l.hint.count > 0 ? "files" : "generated"},
+              {"mattes", {{"garbage", matte_summary(l.garbage)}, {"holdout", matte_summary(l.holdout)}}},
               {"status", most == 0 ? "none" : all ? "keyed" : "partial"},
               {"outputs", {{"matte", counts[0]}, {"fg", counts[1]}, {"processed", counts[2]}, {"comp", counts[3]}}},
               {"compare", !e->compare_output.empty() && fs::is_directory(e->compare_output)},
@@ -175,7 +183,7 @@ int ClipLibrary::open_checked(const std::string& real) const {
 }
 
 void ClipLibrary::check_inputs(const ClipEntry& c) const {
-  for (const ClipFrames* f : {&c.clip.input, &c.clip.hint}) {
+  for (const ClipFrames* f : {&c.clip.input, &c.clip.hint, &c.clip.garbage, &c.clip.holdout}) {
     if (!f->video.empty()) (void)checked(f->video);
     for (const auto& file : f->files) (void)checked(file);
   }
@@ -277,6 +285,24 @@ std::string ClipLibrary::hint_file(const ClipEntry& c, int frame) const {
   return is_file(p) ? p : "";
 }
 
+ClipLibrary::Matte ClipLibrary::matte(const ClipEntry& c, int frame, bool holdout) const {
+  const ClipFrames& m = holdout ? c.clip.holdout : c.clip.garbage;
+  if (m.video.empty() && m.files.empty()) return {};
+  if (m.video.empty() && m.files.size() == 1) return {checked(m.files.front()), false};  // every frame's
+  // As the pipeline pairs them (resolve_mattes): by position, one per frame; a single-frame
+  // video is no exception. Fewer or more would be refused by a key (without
+  // --allow-mismatch), so the tweak refuses them too rather than show what no key gives.
+  const int n = c.clip.input.count;
+  if (m.count != n) {
+    const auto where = m.video.empty() ? fs::path(m.files.front()).parent_path().string() : m.video;
+    throw HttpError(422, where + ": " + (holdout ? "HoldoutMatte" : "GarbageMatte") + " has " +
+                             std::to_string(m.count) + " frames but the clip has " + std::to_string(n) +
+                             " (one file for every frame, or one per frame, paired by position)");
+  }
+  if (!m.video.empty()) return {checked(m.video), true};
+  return {checked(m.files.at(static_cast<size_t>(frame))), false};
+}
+
 std::string ClipLibrary::output_file(const ClipEntry& c, int frame, Output kind, bool side_b) const {
   if (side_b && c.compare_output.empty()) return "";
   const fs::path dir = fs::path(side_b ? c.compare_output : c.clip.output) / folder_of(kind);
@@ -341,6 +367,7 @@ json ClipLibrary::details(const ClipEntry& c) {
             {"output", l.output}, {"frames", frames}, {"fps", l.input.fps > 0 ? l.input.fps : 24.0},
             {"video", l.input.video},
             {"hints", l.hint.count > 0 ? "files" : "generated"},
+            {"mattes", {{"garbage", matte_summary(l.garbage)}, {"holdout", matte_summary(l.holdout)}}},
             {"compare_output", c.compare_output},
             {"run", run},
             {"run_b", run_record(c, true)}};

@@ -67,8 +67,8 @@ class ClipLibrary {
   /// own path (/proc/self/fd) again: a link swapped in between the check and the open is
   /// refused too (403). The caller closes the descriptor.
   int open_checked(const std::string& real) const;
-  /// Every file a key or write job of the clip would read (its plates or video, its hints)
-  /// must lie under the roots (checked()): a plate that is a link out of them is refused
+  /// Every file a key or write job of the clip would read (its plates or video, its hints,
+  /// its garbage and holdout mattes) must lie under the roots (checked()): a plate that is a link out of them is refused
   /// (403) before the job starts, as its preview is.
   void check_inputs(const ClipEntry& c) const;
   /// Every output folder and file a key or write job of the clip writes (FG, Matte,
@@ -84,6 +84,15 @@ class ClipLibrary {
   /// A frame's files; "" when there is none (a frame past the end is HttpError 404).
   std::string plate_file(const ClipEntry& c, int frame) const;  // "" for a video clip
   std::string hint_file(const ClipEntry& c, int frame) const;   // AlphaHint/, else generated
+  /// A frame's garbage or holdout matte (GarbageMatte/, HoldoutMatte/), paired as a key pairs
+  /// it: the one file for every frame, else the frame's by position, or the video (`video`:
+  /// read its frame). The path is checked() (403, 404); empty for none. HttpError 422 naming
+  /// the folder when its frames are neither one file nor the clip's count: a key refuses it.
+  struct Matte {
+    std::string path;
+    bool video = false;
+  };
+  Matte matte(const ClipEntry& c, int frame, bool holdout) const;
   std::string output_file(const ClipEntry& c, int frame, Output kind, bool side_b) const;
   /// The clip's last run summary (run.json beside its outputs), null without one.
   json run_record(const ClipEntry& c, bool side_b = false) const;

@@ -117,10 +117,14 @@ std::shared_ptr<const Keying::Kept> Keying::keyed(const ClipEntry& c, int frame,
   const auto plate = lib_.checked(video ? c.clip.input.video : lib_.plate_file(c, frame));
   const auto hint_name = lib_.hint_file(c, frame);
   const auto hint = hint_name.empty() ? std::string() : lib_.checked(hint_name);
+  const auto hint_video = hint.empty() && !c.clip.hint.video.empty() ? lib_.checked(c.clip.hint.video) : "";
+  const auto garbage = lib_.matte(c, frame, /*holdout=*/false), holdout = lib_.matte(c, frame, /*holdout=*/true);
   const auto run = lib_.run_record(c);
   const std::string colour = lib_.plate_colorspace(c);
-  const std::string key = c.id + "|" + std::to_string(frame) + "|" + file_stamp(plate) + "|" +
-                          (hint.empty() ? "-" : file_stamp(hint)) + "|" + colour;
+  // Every file the key reads is in its identity: a hint or matte repainted keys it again.
+  auto stamp = [](const std::string& p) { return p.empty() ? std::string("-") : file_stamp(p); };
+  const std::string key = c.id + "|" + std::to_string(frame) + "|" + file_stamp(plate) + "|" + stamp(hint) + "|" +
+                          stamp(hint_video) + "|" + stamp(garbage.path) + "|" + stamp(holdout.path) + "|" + colour;
   {
     std::lock_guard<std::mutex> l(kept_m_);
     for (auto it = kept_.begin(); it != kept_.end(); ++it)
@@ -135,10 +139,16 @@ std::shared_ptr<const Keying::Kept> Keying::keyed(const ClipEntry& c, int frame,
     src.plate_file = plate;
     if (video) src.plate = read_video_frame(plate, frame);
     if (!hint.empty()) src.hint_file = hint;
-    else if (!c.clip.hint.video.empty()) {
-      src.hint_file = lib_.checked(c.clip.hint.video);
+    else if (!hint_video.empty()) {
+      src.hint_file = hint_video;
       src.hint = read_video_frame(src.hint_file, frame);
     }
+    // The clip's mattes, as a key applies them: key_frame reads a file; a video's frame is
+    // read here, as the hint's.
+    src.garbage_file = garbage.path;
+    src.holdout_file = holdout.path;
+    if (garbage.video) src.garbage = read_video_frame(garbage.path, frame);
+    if (holdout.video) src.holdout = read_video_frame(holdout.path, frame);
     FrameSettings fs;
     fs.input_colorspace = colour;
     fs.ocio_config = cfg_.ocio_config;

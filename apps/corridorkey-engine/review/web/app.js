@@ -223,6 +223,8 @@ function showDetails(c) {
     ['folder', c.folder], ['outputs', c.output], ['frames', `${n} at ${c.fps} fps${c.video ? ' (video)' : ''}`],
     ['keyed', `matte ${count('matte')}, fg ${count('fg')}, processed ${count('processed')}, comp ${count('comp')} of ${n}`],
     ['hints', c.hints === 'files' ? 'AlphaHint/ files' : `generated (${count('hint')} in Output/AlphaHint)`],
+    ['mattes', [['GarbageMatte/', c.mattes && c.mattes.garbage], ['HoldoutMatte/', c.mattes && c.mattes.holdout]]
+      .filter(([, m]) => m).map(([k, m]) => `${k} ${m}`).join(', ')],
     ['screen', c.screen ? `${c.screen.screen}${c.screen.source === 'estimated' ? ' (estimated here)' : ' (as keyed)'}` : ''],
     ['plates', c.plate_colour ? (c.plate_colour.error || `${c.plate_colour.name} (${c.plate_colour.why})`) : ''],
   ]));
