@@ -11,8 +11,11 @@ its left edge that a generated hint keys as foreground.
   generated hint x (1 - garbage), with the formula applied to its matte.
 - The same mattes given as `--garbage-matte DIR --holdout-matte FILE`, and as a job's
   `garbage_matte` / `holdout_matte` in a `job run` chunk: byte-identical Matte files.
+- A job's relative matte paths are the job file's, whatever folder it runs from.
 - Errors: a matte of another size names the file; a folder with more mattes than frames
-  names it, and `--allow-mismatch` keys with a warning.
+  names it, and `--allow-mismatch` keys with a warning; an empty GarbageMatte/ names it.
+- An overscan EXR plate: an EXR garbage matte with the plate's windows covers the overscan,
+  a display-sized PNG holdout is placed on the display window.
 
   cli_mattes.py CLI WORKDIR SOURCE_DIR     (CK_MAKE_CLIP: the test clip generator)
 """
@@ -183,10 +186,13 @@ profile: original
 checkpoint: {ckpt}
 device: cpu
 outputs: [matte]
-garbage_matte: {os.path.join(clip, "GarbageMatte")}
-holdout_matte: {os.path.join(clip, "HoldoutMatte", "holdout.png")}
+garbage_matte: clip/GarbageMatte
+holdout_matte: clip/HoldoutMatte/holdout.png
 """)
-run(["job", "run", os.path.join(work, "job.yaml"), "--chunk", "1/1", "--precision", "float32", "--quiet"])
+# Relative to the job file, as its clips are, whatever folder a farm task starts in.
+p = subprocess.run([cli, "job", "run", os.path.join(work, "job.yaml"), "--chunk", "1/1", "--precision", "float32",
+                    "--quiet"], capture_output=True, text=True, cwd="/")
+check(p.returncode == 0, f"job run from /: exit {p.returncode}: {(p.stderr + p.stdout)[-800:]}")
 for s in stems:
     got = os.path.join(root, "shot", "Output", "Matte", s + ".exr")
     if not os.path.exists(got):
@@ -212,10 +218,57 @@ for i in range(N + 1):
     cv2.imwrite(os.path.join(many, "GarbageMatte", f"{i + 1:04d}.png"), g16)
 p = run(["inference", many, "--output-root", os.path.join(work, "out_many"), "--outputs", "matte"] + model, expect=3)
 msg = p.stderr + p.stdout
-check("GarbageMatte" in msg and f"{N + 1} frames" in msg, f"more mattes than frames: no error naming them: {msg[-600:]}")
+check("GarbageMatte" in msg and f"{N + 1} matte frames" in msg, f"more mattes than frames: no error naming them: {msg[-600:]}")
 p = run(["inference", many, "--output-root", os.path.join(work, "out_many"), "--outputs", "matte",
          "--allow-mismatch"] + model)
 check("using the first" in p.stderr + p.stdout, "--allow-mismatch: no warning for the extra matte")
+
+# An empty GarbageMatte/ (a matte render that never landed) is an error naming it, not an
+# unmatted key.
+empty = os.path.join(work, "empty")
+shutil.copytree(os.path.join(clip, "Input"), os.path.join(empty, "Input"))
+os.makedirs(os.path.join(empty, "GarbageMatte"))
+p = run(["inference", empty, "--output-root", os.path.join(work, "out_empty"), "--outputs", "matte"] + model, expect=3)
+msg = p.stderr + p.stdout
+check(os.path.join("empty", "GarbageMatte") in msg and "no image sequence" in msg,
+      f"an empty GarbageMatte/: no error naming it: {msg[-600:]}")
+
+# ---- 5. an overscan EXR plate and an EXR matte rendered with its windows -------------------
+# The matte covers the overscan too (read by its windows, as the plate is); a display-sized
+# PNG leaves the overscan unmatted.
+OS = 16
+big = cv2.imread(os.path.join(clip, "Input", stems[0] + ".png"), cv2.IMREAD_UNCHANGED)[:, :, ::-1]
+big = np.ascontiguousarray(big.astype(np.float32) / 255)  # the data window: W x H
+DWW, DWH = W - 2 * OS, H - 2 * OS  # the display window inside it
+
+
+def windows(extra=None):
+    h = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage,
+         "dataWindow": (np.array([-OS, -OS], np.int32), np.array([DWW + OS - 1, DWH + OS - 1], np.int32)),
+         "displayWindow": (np.array([0, 0], np.int32), np.array([DWW - 1, DWH - 1], np.int32))}
+    h.update(extra or {})
+    return h
+
+
+over = os.path.join(work, "over")
+os.makedirs(os.path.join(over, "Input"))
+os.makedirs(os.path.join(over, "GarbageMatte"))
+os.makedirs(os.path.join(over, "HoldoutMatte"))
+with OpenEXR.File(windows(), {"RGB": big}) as f:
+    f.write(os.path.join(over, "Input", "0001.exr"))
+with OpenEXR.File(windows(), {"Y": np.ascontiguousarray(garbage)}) as f:  # the rig, over the overscan
+    f.write(os.path.join(over, "GarbageMatte", "0001.exr"))
+hold_disp = np.ascontiguousarray(holdout[OS:H - OS, OS:W - OS])  # display-sized: placed on it
+cv2.imwrite(os.path.join(over, "HoldoutMatte", "0001.png"), (hold_disp * 255).astype(np.uint8))
+out5 = os.path.join(work, "out_over")
+run(["inference", over, "--output-root", out5, "--outputs", "matte", "--quiet"] + model)
+m = read_exr(os.path.join(out5, "over", "Matte", "0001.exr"))
+a = next(iter(m.values()))
+check(a.shape == (H, W), f"overscan: Matte is {a.shape}, not the data window's {(H, W)}")
+if a.shape == (H, W):
+    # Columns 4..15 of the rig's region lie in the overscan (the display window starts at 16).
+    check(np.all(a[g_is1] == 0.0), "overscan: Matte under the EXR garbage matte (overscan included) is not 0")
+    check(np.all(a[h_is1] == 1.0), "overscan: Matte under the display-sized holdout is not 1")
 
 if failures:
     print(f"cli mattes: {len(failures)} failure(s)")

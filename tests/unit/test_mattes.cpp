@@ -27,6 +27,7 @@ Image image(int w, int h, int c, std::vector<float> px) {
   REQUIRE(im.pixels.size() == static_cast<size_t>(w) * h * c);
   return im;
 }
+pipeline::MatteRead read(Image im) { return {std::move(im), nullptr}; }
 }  // namespace
 
 TEST_CASE("matte_plane: the hint's channel rule, NaN to 0, clamped", "[unit]") {
@@ -116,7 +117,7 @@ TEST_CASE("frame_mattes: plate size as is, display window placed, else an error 
           "[unit]") {
   std::vector<std::string> warnings;
   // Plate-sized: as it is.
-  auto same = pipeline::frame_mattes(image(2, 2, 1, {1, 0, 0, 1}), "g.png", {}, "", 2, 2, nullptr,
+  auto same = pipeline::frame_mattes(read(image(2, 2, 1, {1, 0, 0, 1})), "g.png", {}, "", 2, 2, nullptr,
                                      warnings);
   REQUIRE(same);
   CHECK(same->garbage.pixels == std::vector<float>{1, 0, 0, 1});
@@ -128,25 +129,42 @@ TEST_CASE("frame_mattes: plate size as is, display window placed, else an error 
   meta.frame = {0, 0, 3, 1};
   meta.display = {1, 1, 2, 1};
   REQUIRE(meta.overscan());
-  auto placed = pipeline::frame_mattes({}, "", image(2, 1, 1, {0.5f, 1.f}), "h.exr", 4, 2, &meta,
+  auto placed = pipeline::frame_mattes({}, "", read(image(2, 1, 1, {0.5f, 1.f})), "h.exr", 4, 2, &meta,
                                        warnings);
   REQUIRE(placed);
   CHECK(placed->holdout.width == 4);
   CHECK(placed->holdout.pixels == std::vector<float>{0, 0, 0, 0, 0, 0.5f, 1.f, 0});
   // The data window's size covers it as is.
-  auto whole = pipeline::frame_mattes(image(4, 2, 1, std::vector<float>(8, 1.f)), "g.exr", {}, "",
+  auto whole = pipeline::frame_mattes(read(image(4, 2, 1, std::vector<float>(8, 1.f))), "g.exr", {}, "",
                                       4, 2, &meta, warnings);
   CHECK(whole->garbage.pixels == std::vector<float>(8, 1.f));
 
   // Any other size names the file.
   try {
-    pipeline::frame_mattes(image(3, 3, 1, std::vector<float>(9, 0.f)), "shot/GarbageMatte/0007.png",
+    pipeline::frame_mattes(read(image(3, 3, 1, std::vector<float>(9, 0.f))), "shot/GarbageMatte/0007.png",
                            {}, "", 4, 2, &meta, warnings);
     FAIL("a 3x3 matte on a 4x2 frame was accepted");
   } catch (const IoError& e) {
     CHECK(std::string(e.what()).find("shot/GarbageMatte/0007.png") != std::string::npos);
   }
-  CHECK_THROWS_AS(pipeline::frame_mattes({}, "", image(1, 1, 1, {1.f}), "h.png", 2, 2, nullptr,
+  CHECK_THROWS_AS(pipeline::frame_mattes({}, "", read(image(1, 1, 1, {1.f})), "h.png", 2, 2, nullptr,
                                          warnings),
                   IoError);
+
+  // An EXR matte in the plate's coordinates is placed by its windows: one rendered with the
+  // plate's overscan covers it; one with overscan on a plate without is cropped to the plate.
+  auto with_windows = [](Image im, io::PixelBox frame, io::PixelBox display) {
+    auto w = std::make_shared<io::PlateMetadata>();
+    w->frame = frame;
+    w->display = display;
+    return pipeline::MatteRead{std::move(im), w};
+  };
+  auto own = pipeline::frame_mattes(
+      with_windows(image(4, 2, 1, {.1f, .2f, .3f, .4f, .5f, .6f, .7f, .8f}), meta.frame, meta.display), "g.exr", {},
+      "", 4, 2, &meta, warnings);
+  CHECK(own->garbage.pixels == std::vector<float>{.1f, .2f, .3f, .4f, .5f, .6f, .7f, .8f});
+  auto cropped = pipeline::frame_mattes(
+      with_windows(image(4, 2, 1, {0, 0, 0, 0, 0, 0.5f, 0.25f, 0}), {-1, -1, 2, 0}, {0, 0, 1, 0}),
+      "g.exr", {}, "", 2, 1, nullptr, warnings);
+  CHECK(cropped->garbage.pixels == std::vector<float>{0.5f, 0.25f});
 }

@@ -133,7 +133,8 @@ std::vector<Field<O>> rows() {
                                      {{"stop", OnError::Stop}, {"skip", OnError::Skip}},
                                      "a failed frame stops the run, or is skipped (exit 5)"));
   r.push_back(switch_row<O>("allow_mismatch", I, &O::allow_mismatch,
-                            "plate/hint counts differ: key the shorter length, with a warning"));
+                            "plate/hint counts differ: key the shorter length, with a warning; more "
+                            "garbage/holdout mattes than frames: use the first ones"));
   r.push_back(color_row());
   r.push_back(text_row<O>("input_colorspace", I, &O::input_colorspace,
                           "colour space of the plates: a built-in name (`colorspaces` lists "

@@ -132,6 +132,8 @@ JobSpec load_job(const std::string& path) {
       // `outputs` may be a YAML list as well as "fg,matte".
       std::string value;
       if (v.IsSequence()) {
+        CK_CHECK(key != "garbage_matte" && key != "holdout_matte", ConfigError, w, ": ", key,
+                 " is one path (a folder, an image or a video), not a list");
         for (const auto& o : v) value += (value.empty() ? "" : ",") + config::scalar(o, key, w);
       } else {
         value = config::scalar(v, key, w);
@@ -145,6 +147,9 @@ JobSpec load_job(const std::string& path) {
   if (!job.clips_root.empty()) job.clips_root = resolve(base, job.clips_root);
   if (!job.inference.output_root.empty())
     job.inference.output_root = resolve(base, job.inference.output_root);
+  // The mattes too: a farm task's working folder is not the job file's.
+  for (auto* m : {&job.inference.garbage_matte, &job.inference.holdout_matte})
+    if (!m->empty()) *m = resolve(base, *m);
   if (!job.options.model.checkpoint.empty()) job.options.model.checkpoint = resolve(base, job.options.model.checkpoint);
   if (!job.options.model.checkpoint_blue.empty())
     job.options.model.checkpoint_blue = resolve(base, job.options.model.checkpoint_blue);

@@ -12,6 +12,7 @@
 #include <set>
 #include <locale>
 #include <sstream>
+#include <utility>
 
 namespace corridorkey::io {
 namespace fs = std::filesystem;
@@ -187,8 +188,13 @@ Clip load_clip(const fs::path& p) {
   CK_CHECK(find_source(p, "Input", c.input, c.warnings), IoError, p.string(),
            ": no Input/ image sequence or Input video found");
   find_source(p, "AlphaHint", c.hint, c.warnings);  // optional: hints can be generated
-  find_source(p, "GarbageMatte", c.garbage, c.warnings);
-  find_source(p, "HoldoutMatte", c.holdout, c.warnings);
+  // A matte folder with no frames is a render that never landed: keying the clip unmatted
+  // would pass a wrong key without a word, so it is an input error naming the folder.
+  for (auto [name, src] : {std::pair{"GarbageMatte", &c.garbage}, std::pair{"HoldoutMatte", &c.holdout}})
+    CK_CHECK(find_source(p, name, *src, c.warnings) || type_of(p / name) != fs::file_type::directory,
+             IoError, (p / name).string(),
+             ": no image sequence or video in this folder (its clip would be keyed without the "
+             "matte); fill it or remove it");
   if (c.input.is_video()) {
     VideoReader v(c.input.video);
     c.input.video_frames = v.frame_count();

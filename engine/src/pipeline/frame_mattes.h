@@ -24,6 +24,16 @@ struct MatteSources {
   bool has_video() const { return garbage.is_video() || holdout.is_video(); }
 };
 
+/// A matte as read: its pixels and, for an EXR, its windows (read as a plate is: the union of
+/// its data and display windows, so a matte rendered with the plate's overscan covers it).
+struct MatteRead {
+  Image image;
+  std::shared_ptr<const io::PlateMetadata> windows;
+};
+
+/// Reads a matte file (IoError naming it); see MatteRead.
+MatteRead read_matte(const std::string& file, const io::DecodeLimits& limits);
+
 /// The sources for `clip` keying `n` frames: one image is every frame's, otherwise they pair
 /// with the plates by position. IoError naming the matte's folder when it has fewer frames
 /// than the clip keys, or more without allow_mismatch (then a warning in `warnings`).
@@ -35,12 +45,14 @@ MatteSources resolve_mattes(const io::Clip& clip, const InferenceOptions& job, i
 std::string matte_file(const io::FrameSource& src, int index);
 
 /// The mattes read for one frame made into planes of the keyed frame's size (width x height):
-/// each reduced to one channel (post::matte_plane: NaN to 0, clamped to 0..1); a plate-sized
-/// one as it is; one the size of an overscan plate's display window placed on it, the overscan
-/// getting none. Any other size is an IoError naming the file (`*_file`). Null when both are
-/// empty. Notes (a coloured matte's channel rule) go to `warnings`.
-std::shared_ptr<const FrameMattes> frame_mattes(Image garbage, const std::string& garbage_file,
-                                                Image holdout, const std::string& holdout_file,
+/// each reduced to one channel (post::matte_plane: NaN to 0, clamped to 0..1). An EXR matte
+/// whose display window is the plate's is placed by its windows' coordinates (what it lacks
+/// of the keyed frame: none). Otherwise a plate-sized one as it is, and one the size of an
+/// overscan plate's display window placed on it, the overscan getting none. Any other size is
+/// an IoError naming the file (`*_file`). Null when both are empty. Notes (a coloured matte's
+/// channel rule) go to `warnings`.
+std::shared_ptr<const FrameMattes> frame_mattes(MatteRead garbage, const std::string& garbage_file,
+                                                MatteRead holdout, const std::string& holdout_file,
                                                 int width, int height, const io::PlateMetadata* meta,
                                                 std::vector<std::string>& warnings);
 

@@ -15,8 +15,8 @@ using timing::ms_since;
 
 ReadItem FrameReader::prepare(size_t ci, int index, Image plate, Image hint,
                               const std::string& file, double read_ms,
-                              std::shared_ptr<const io::PlateMetadata> meta, Image garbage,
-                              Image holdout) const {
+                              std::shared_ptr<const io::PlateMetadata> meta, MatteRead garbage,
+                              MatteRead holdout) const {
   const auto& p = plans_[ci];
   std::vector<std::string> warnings;
   auto name = [&](const io::FrameSource& s) {
@@ -43,9 +43,9 @@ ReadItem FrameReader::read_frame(size_t ci, int index) const {
     Image hint = p.generate_hint ? Image{} : io::read_image(p.clip.hint.frames[index], limits_);
     auto matte = [&](const io::FrameSource& s) {
       const auto f = matte_file(s, index);
-      return f.empty() ? Image{} : io::read_image(f, limits_);
+      return f.empty() ? MatteRead{} : read_matte(f, limits_);
     };
-    Image garbage = matte(p.mattes.garbage), holdout = matte(p.mattes.holdout);
+    MatteRead garbage = matte(p.mattes.garbage), holdout = matte(p.mattes.holdout);
     return prepare(ci, index, std::move(plate), std::move(hint), file, ms_since(t),
                    std::move(meta), std::move(garbage), std::move(holdout));
   } catch (const std::exception& e) {
@@ -78,7 +78,8 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
   for (int i = 0; k < p.frames.size() && !stopping(); ++i) {
     const auto t = Clock::now();
     const bool wanted = i == p.frames[k];
-    Image plate, hint, garbage, holdout;
+    Image plate, hint;
+    MatteRead garbage, holdout;
     std::shared_ptr<const io::PlateMetadata> meta = video_meta;
     const std::string file =
         vin ? p.clip.input.video + "#" + std::to_string(i) : p.clip.input.frames[i];
@@ -121,10 +122,10 @@ void FrameReader::read_video_clip(size_t ci, const std::function<bool(ReadItem)>
            {std::tuple{vgarbage.get(), &p.mattes.garbage, &garbage, "garbage matte"},
             std::tuple{vholdout.get(), &p.mattes.holdout, &holdout, "holdout matte"}}) {
         if (v) {
-          CK_CHECK(v->next(*im), IoError, src->video, ": ", what, " video ended at frame ", i);
+          CK_CHECK(v->next(im->image), IoError, src->video, ": ", what, " video ended at frame ", i);
         } else if (wanted && err.empty()) {
           const auto f = matte_file(*src, i);
-          if (!f.empty()) frame_file([&] { *im = io::read_image(f, limits_); });
+          if (!f.empty()) frame_file([&] { *im = read_matte(f, limits_); });
         }
       }
     } catch (const std::exception& e) {

@@ -27,7 +27,7 @@ class FrameReader {
  private:
   ReadItem prepare(size_t clip, int index, Image plate, Image hint, const std::string& file,
                    double read_ms, std::shared_ptr<const io::PlateMetadata> meta,
-                   Image garbage = {}, Image holdout = {}) const;
+                   MatteRead garbage = {}, MatteRead holdout = {}) const;
 
   const std::vector<ClipPlan>& plans_;
   io::DecodeLimits limits_;

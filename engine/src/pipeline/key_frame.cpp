@@ -37,7 +37,7 @@ bool is_exr(const std::string& file) {
 
 /// A frame's garbage and holdout mattes as read or given, and their names for messages.
 struct MatteImages {
-  Image garbage, holdout;
+  pipeline::MatteRead garbage, holdout;
   std::string garbage_file = "garbage matte", holdout_file = "holdout matte";
 };
 
@@ -178,14 +178,19 @@ RawFrame key_frame(BaseEngine& engine, BaseEngine* blue_engine, FrameSource src,
   }
   if (src.hint.empty() && !src.hint_file.empty()) src.hint = io::read_image(src.hint_file, s.max_pixels);
   MatteImages m;
-  if (src.garbage.empty() && !src.garbage_file.empty())
-    src.garbage = io::read_image(src.garbage_file, s.max_pixels);
-  if (src.holdout.empty() && !src.holdout_file.empty())
-    src.holdout = io::read_image(src.holdout_file, s.max_pixels);
-  if (!src.garbage_file.empty()) m.garbage_file = src.garbage_file;
-  if (!src.holdout_file.empty()) m.holdout_file = src.holdout_file;
-  m.garbage = std::move(src.garbage);
-  m.holdout = std::move(src.holdout);
+  {
+    io::DecodeLimits limits;
+    limits.max_pixels = s.max_pixels;
+    // A file is read with its windows (an EXR matte in the plate's coordinates); an image given
+    // is the plate's size or its display window's.
+    for (auto [image, file, read, name] :
+         {std::tuple{&src.garbage, &src.garbage_file, &m.garbage, &m.garbage_file},
+          std::tuple{&src.holdout, &src.holdout_file, &m.holdout, &m.holdout_file}}) {
+      if (!file->empty()) *name = *file;
+      if (!image->empty()) read->image = std::move(*image);
+      else if (!file->empty()) *read = pipeline::read_matte(*file, limits);
+    }
+  }
   const double read_ms = ms_since(t_read);
   return key_one(engine, blue_engine, std::move(src.plate), std::move(src.hint), file,
                  src.plate_file, src.hint_file, s, read_ms, /*with_fg=*/true,
@@ -208,7 +213,7 @@ FrameResult key_frame(BaseEngine& engine, BaseEngine* blue_engine, const ImageVi
     CK_CHECK(v->width == plate.width && v->height == plate.height, ConfigError, "the ", what, " is ",
              v->width, "x", v->height, "; the plate is ", plate.width, "x", plate.height,
              " (a matte is never resized)");
-    *im = from_view(*v, what);
+    im->image = from_view(*v, what);
   }
   check_into(req.matte_into, req.matte, 1, plate, "matte");
   check_into(req.fg_into, req.fg, 3, plate, "fg");
