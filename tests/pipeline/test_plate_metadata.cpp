@@ -2,11 +2,13 @@
 // windows kept, overscan read whole, attributes carried but for the pixel- and colour-
 // describing ones, and a union of windows too large for memory refused before allocating.
 #include <corridorkey/errors.h>
+#include <corridorkey/frame.h>
 
 #include <catch2/catch.hpp>
 
 #include "io/image_io.h"
 #include "io/plate_metadata.h"
+#include "pipeline/frame_colour.h"
 #include "support/support.h"
 
 #include <ImfChannelList.h>
@@ -17,6 +19,8 @@
 #include <ImfOutputFile.h>
 #include <ImfStandardAttributes.h>
 #include <ImfStringAttribute.h>
+
+#include <fstream>
 
 using namespace corridorkey;
 
@@ -124,4 +128,46 @@ TEST_CASE("a plate without metadata writes the header it always did", "[pipeline
   none.display = none.frame = io::PixelBox{0, 0, 3, 2};
   io::write_exr(b, im, "Y", io::ExrCompression::Zip, nullptr, &none);
   CHECK(ck_test::read_file(a) == ck_test::read_file(b));
+}
+
+TEST_CASE("display_window and plate_display_window place the display window in the keyed frame",
+          "[pipeline]") {
+  const auto root = ck_test::temp_dir("plate_display_window");
+  auto same = [](const FrameWindow& a, const FrameWindow& b) {
+    return a.x == b.x && a.y == b.y && a.width == b.width && a.height == b.height &&
+           a.frame_width == b.frame_width && a.frame_height == b.frame_height;
+  };
+  // Overscan: display 0..4 x 0..2 inside data -2..6 x -1..3 (a 9 x 5 keyed frame).
+  const auto over = (root / "over.exr").string();
+  write_plate(over, B(V(0, 0), V(4, 2)), B(V(-2, -1), V(6, 3)));
+  const FrameWindow want{2, 1, 5, 3, 9, 5};
+  CHECK(same(plate_display_window(over), want));
+  CHECK_FALSE(plate_display_window(over).whole());
+  // A data window inside the display window: the keyed frame is the display window.
+  const auto bbox = (root / "bbox.exr").string();
+  write_plate(bbox, B(V(0, 0), V(9, 5)), B(V(3, 2), V(7, 4)));
+  CHECK(same(plate_display_window(bbox), FrameWindow{0, 0, 10, 6, 10, 6}));
+  CHECK(plate_display_window(bbox).whole());
+  // Another format: the whole image; no readable header: all zero.
+  const auto png = (root / "plate.png").string();
+  Image im;
+  im.width = 7, im.height = 4, im.channels = 3;
+  im.pixels.assign(7 * 4 * 3, 0.5f);
+  io::write_png8(png, im);
+  CHECK(same(plate_display_window(png), FrameWindow{0, 0, 7, 4, 7, 4}));
+  CHECK(same(plate_display_window((root / "missing.exr").string()), FrameWindow{}));
+  std::ofstream((root / "junk.exr").string()) << "not an exr";
+  CHECK(same(plate_display_window((root / "junk.exr").string()), FrameWindow{}));
+
+  // A RawFrame: from its plate header when the images are the keyed frame's size.
+  RawFrame raw;
+  raw.alpha.width = 9, raw.alpha.height = 5, raw.alpha.channels = 1;
+  raw.alpha.pixels.assign(45, 1.f);
+  CHECK(same(display_window(raw), FrameWindow{0, 0, 9, 5, 9, 5}));  // no header: whole
+  auto colour = std::make_shared<FrameColour>();
+  std::shared_ptr<const io::PlateMetadata> meta;
+  io::read_plate(over, io::DecodeLimits{}, meta);
+  colour->plate = meta;
+  raw.colour = colour;
+  CHECK(same(display_window(raw), want));
 }

@@ -13,7 +13,8 @@ for api in 'corridorkey::v[0-9_]*::create_engine' 'corridorkey::v[0-9_]*::run_in
            'corridorkey::v[0-9_]*::Model::load' 'corridorkey::v[0-9_]*::model_key' \
            'corridorkey::v[0-9_]*::image_from_view' 'corridorkey::v[0-9_]*::copy_to_view' \
            'corridorkey::v[0-9_]*::verify_checkpoint' 'corridorkey::v[0-9_]*::convert_checkpoint' \
-           'corridorkey::v[0-9_]*::write_frame_output' 'corridorkey::v[0-9_]*::write_layered_output'; do
+           'corridorkey::v[0-9_]*::write_frame_output' 'corridorkey::v[0-9_]*::write_layered_output' \
+           'corridorkey::v[0-9_]*::display_window(' 'corridorkey::v[0-9_]*::plate_display_window('; do
   echo "$syms" | grep -q "$api" || { echo "FAIL: public symbol matching '$api' is not exported"; exit 1; }
 done
 leaks=$(echo "$syms" | grep -E 'corridorkey::(v[0-9_]+::)?(model|detail|io|post|config|pipeline|timing|devtools)::|torch::nn::|nlohmann' )

@@ -160,6 +160,20 @@ HttpError missing(const std::string& what, const ClipEntry& c, int frame) {
 
 std::string file_stamp(const std::string& path) { return stamp(path); }
 
+const Image& in_display_window(const Image& im, const FrameWindow& w, Image& scratch) {
+  if (w.whole() || im.width != w.frame_width || im.height != w.frame_height || w.x < 0 || w.y < 0 ||
+      w.width <= 0 || w.height <= 0 || w.x + w.width > im.width || w.y + w.height > im.height)
+    return im;
+  scratch.width = w.width, scratch.height = w.height, scratch.channels = im.channels;
+  const size_t row = static_cast<size_t>(w.width) * im.channels;
+  scratch.pixels.resize(row * static_cast<size_t>(w.height));
+  for (int y = 0; y < w.height; ++y) {
+    const float* s = &im.pixels[(static_cast<size_t>(y + w.y) * im.width + w.x) * im.channels];
+    std::copy(s, s + row, scratch.pixels.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(y)));
+  }
+  return scratch;
+}
+
 std::string encode_png(const Pixels& p, int zlevel) {
   const size_t row = static_cast<size_t>(p.width) * p.channels;
   // Filter "Sub" on every row: neighbouring pixels differ little, so the deltas compress
@@ -279,6 +293,11 @@ Pixels FrameViews::display(const Image& im, bool comp, const ViewParams& v) cons
   return show_linear(std::move(lin), v, cfg);
 }
 
+FrameWindow FrameViews::plate_window(const ClipEntry& c, int frame) const {
+  if (!c.clip.input.video.empty()) return {};  // a video has no overscan
+  return plate_display_window(lib_.plate_file(c, frame));
+}
+
 Pixels FrameViews::render(const ClipEntry& c, int frame, const ViewParams& v) {
   const auto& cfg = lib_.config().ocio_config;
   auto output = [&](Output k, bool b, const char* what) {
@@ -304,10 +323,14 @@ Pixels FrameViews::render(const ClipEntry& c, int frame, const ViewParams& v) {
   if (v.view == "hint") {
     const auto f = lib_.hint_file(c, frame);
     if (f.empty()) throw missing("hint (no AlphaHint/ file, no generated hint yet)", c, frame);
-    return grey(*read(f));
+    Image cut;
+    return grey(in_display_window(*read(f), plate_window(c, frame), cut));
   }
   if (v.view == "matte") return grey(*output(Output::Matte, v.side_b, "Matte"));
-  if (v.view == "comp") return show_srgb(*output(Output::Comp, v.side_b, "Comp"), v, cfg);
+  if (v.view == "comp") {  // a PNG: the keyed frame, cut to the display window as the EXR outputs are read
+    Image cut;
+    return show_srgb(in_display_window(*output(Output::Comp, v.side_b, "Comp"), plate_window(c, frame), cut), v, cfg);
+  }
   if (v.view == "processed") {
     const auto p = output(Output::Processed, v.side_b, "Processed");
     if (p->channels < 4) throw HttpError(422, "Processed output without an alpha channel");

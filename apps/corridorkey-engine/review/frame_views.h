@@ -9,6 +9,7 @@
 
 #include "review/clip_library.h"
 
+#include <corridorkey/frame.h>
 #include <corridorkey/image.h>
 
 #include <cstdint>
@@ -46,6 +47,12 @@ std::string file_stamp(const std::string& path);
 /// `level` 0..9: 1 for cached previews, 0 where encoding time counts more than size.
 std::string encode_png(const Pixels& p, int level);
 
+/// `im` in the display window `w` (display_window, plate_display_window): an overscan EXR
+/// plate's output of the keyed frame's size, cut to the window into `scratch`, which is
+/// returned; `im` itself when the window is the whole frame or `im` is not the keyed frame's
+/// size (already cropped, as read_frame_file crops an EXR; a hint of another size).
+const Image& in_display_window(const Image& im, const FrameWindow& w, Image& scratch);
+
 class LruBytes;  // the two caches (frame_views.cpp)
 
 class FrameViews {
@@ -71,6 +78,8 @@ class FrameViews {
   std::shared_ptr<const Image> read(const std::string& path);  // checked, cached
   std::shared_ptr<const Image> read_plate(const ClipEntry& c, int frame);
   Pixels render(const ClipEntry& c, int frame, const ViewParams& v);
+  /// The plate's display window in the keyed frame (its header; a video's: none).
+  FrameWindow plate_window(const ClipEntry& c, int frame) const;
 
   const ClipLibrary& lib_;
   std::unique_ptr<LruBytes> images_, previews_;

@@ -186,7 +186,10 @@ Pixels Keying::tweak(const ClipEntry& c, int frame, const PostTweak& t, bool com
   k->frame.finish(with_post(cfg_.options.engine, t), k->frame.raw().backing, /*processed=*/!comp, comp, k->out);
   timings["post_ms"] = ms_since(t0);
   t0 = Clock::now();
-  Pixels p = views_.display(comp ? k->out.comp : k->out.processed, comp, v);
+  // The keyed frame cut to the plate's display window, as the views show the files.
+  Image cut;
+  Pixels p = views_.display(in_display_window(comp ? k->out.comp : k->out.processed, display_window(k->frame.raw()), cut),
+                            comp, v);
   timings["display_ms"] = ms_since(t0);
   return p;
 }

@@ -238,4 +238,24 @@ CORRIDORKEY_API void write_layered_output(const std::string& path, const RawFram
                                           const Image& processed,
                                           const std::string& exr_compression = "pxr24");
 
+/// Where the plate's display window lies in the keyed frame, in pixels from its top-left
+/// corner. An overscan EXR plate (data window outside the display window) is keyed whole:
+/// its outputs are the union of the two windows (frame_width x frame_height), and a viewer
+/// that shows them as a compositor would crops them to (x, y, width, height) (docs/clips.md,
+/// "What carries over"). Without overscan the window is the whole frame.
+struct FrameWindow {
+  int x = 0, y = 0, width = 0, height = 0;
+  int frame_width = 0, frame_height = 0;  // the keyed frame
+  /// The window covers the whole keyed frame: nothing to crop.
+  bool whole() const { return x == 0 && y == 0 && width == frame_width && height == frame_height; }
+};
+/// The display window of the plate `raw` was keyed from (RawFrame::colour's plate header);
+/// the whole frame (raw.alpha's size) for a plate without overscan or without a header.
+CORRIDORKEY_API FrameWindow display_window(const RawFrame& raw);
+/// The same from a plate file's header, without decoding its pixels: an EXR's display window
+/// within the union of its data and display windows; for other formats the whole image as
+/// its header declares it. All zero when the header is unreadable or the file is no still
+/// image (a video). Never throws.
+CORRIDORKEY_API FrameWindow plate_display_window(const std::string& plate_file);
+
 CORRIDORKEY_NAMESPACE_END

@@ -42,20 +42,27 @@ void add_attributes(const ExrAttributes& a, Imf::Header& out) {
   for (const auto& [name, attr] : a.list) out.insert(name, *attr);
 }
 
-bool has_overscan(const std::string& path) {
+std::optional<ExrWindows> exr_windows(const std::string& path) {
   // EXR by its extension, as read_image decides it.
   auto ext = std::filesystem::path(path).extension().string();
   for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (ext != ".exr") return false;
+  if (ext != ".exr") return std::nullopt;
   try {
     check_image_size(path, kDefaultMaxPixels);  // the guard before any EXR is opened
     Imf::InputFile file(path.c_str());
-    auto frame = file.header().displayWindow();
+    const auto& d = file.header().displayWindow();
+    auto frame = d;
     frame.extendBy(file.header().dataWindow());
-    return frame != file.header().displayWindow();
+    return ExrWindows{{d.min.x, d.min.y, d.max.x, d.max.y},
+                      {frame.min.x, frame.min.y, frame.max.x, frame.max.y}};
   } catch (const std::exception&) {  // reading the frame reports the problem
-    return false;
+    return std::nullopt;
   }
+}
+
+bool has_overscan(const std::string& path) {
+  const auto w = exr_windows(path);
+  return w && w->frame != w->display;
 }
 
 std::shared_ptr<const PlateMetadata> video_metadata(int width, int height, double fps) {

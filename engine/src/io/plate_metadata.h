@@ -9,6 +9,7 @@
 #include "io/decode_budget.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace corridorkey::io {
@@ -44,6 +45,13 @@ struct PlateMetadata {
 /// header carries nothing (PNG, TIFF, JPEG...): their outputs are written as before.
 Image read_plate(const std::string& path, const DecodeLimits& limits,
                  std::shared_ptr<const PlateMetadata>& metadata);
+
+/// An EXR's display window and the frame read_plate keys (the union of its data and display
+/// windows), from the header only; nullopt for other files and unreadable headers.
+struct ExrWindows {
+  PixelBox display, frame;
+};
+std::optional<ExrWindows> exr_windows(const std::string& path);
 
 /// True for an EXR whose data window reaches outside its display window (what read_plate
 /// keys whole). Reads the header only; false for other files and unreadable headers.

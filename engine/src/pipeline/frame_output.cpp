@@ -6,12 +6,16 @@
 #include <corridorkey/frame.h>
 
 #include "config/cpu_limit.h"
+#include "io/image_header.h"
 #include "io/image_io.h"
+#include "io/plate_metadata.h"
 #include "pipeline/frame_colour.h"
 #include "post/mattes.h"
 #include "post/postprocess.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <filesystem>
 
 CORRIDORKEY_NAMESPACE_BEGIN
@@ -239,6 +243,51 @@ void write_layered_output(const std::string& path, const RawFrame& raw, const Im
       {{&rgba, {"R", "G", "B", "A"}}, {&fg, {"FG.R", "FG.G", "FG.B"}}, {&raw.alpha, {"matte.A"}}},
       compression, c.processed_xy ? c.processed_xy->data() : nullptr,
       raw.colour ? raw.colour->plate.get() : nullptr);
+}
+
+namespace {
+
+/// The display window placed in the keyed frame `frame` (both in the plate's coordinates).
+FrameWindow window_in(const io::PixelBox& display, const io::PixelBox& frame) {
+  FrameWindow w;
+  w.x = display.x0 - frame.x0, w.y = display.y0 - frame.y0;
+  w.width = display.width(), w.height = display.height();
+  w.frame_width = frame.width(), w.frame_height = frame.height();
+  return w;
+}
+
+}  // namespace
+
+FrameWindow display_window(const RawFrame& raw) {
+  const io::PlateMetadata* m = raw.colour ? raw.colour->plate.get() : nullptr;
+  // The keyed frame is the header's `frame` (the union of the windows) when it matches the
+  // images; a plate resized or without a header is shown whole.
+  if (m && m->overscan() && m->frame.width() == raw.alpha.width && m->frame.height() == raw.alpha.height)
+    return window_in(m->display, m->frame);
+  FrameWindow w;
+  w.width = w.frame_width = raw.alpha.width;
+  w.height = w.frame_height = raw.alpha.height;
+  return w;
+}
+
+FrameWindow plate_display_window(const std::string& plate_file) {
+  try {
+    // EXR by its extension, as the plate reader decides it (io::has_overscan).
+    auto ext = std::filesystem::path(plate_file).extension().string();
+    for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (ext == ".exr") {
+      const auto w = io::exr_windows(plate_file);
+      return w ? window_in(w->display, w->frame) : FrameWindow{};
+    }
+    const auto s = io::probe_image_size(plate_file);
+    if (!s || s->width <= 0 || s->height <= 0 || s->width > INT32_MAX || s->height > INT32_MAX) return {};
+    FrameWindow w;
+    w.width = w.frame_width = static_cast<int>(s->width);
+    w.height = w.frame_height = static_cast<int>(s->height);
+    return w;
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 CORRIDORKEY_NAMESPACE_END
