@@ -20,6 +20,7 @@ its left edge that a generated hint keys as foreground.
   cli_mattes.py CLI WORKDIR SOURCE_DIR     (CK_MAKE_CLIP: the test clip generator)
 """
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -141,6 +142,13 @@ for s in stems:
     tones = np.unique(comp[g_is1].reshape(-1, comp.shape[2]), axis=0)
     check(len(tones) <= 2, f"{s}: Comp under garbage 1 holds {len(tones)} colours, not the checker's two")
 
+# run.json says which mattes keyed the clip.
+with open(os.path.join(out1, "run.json")) as f:
+    rj = json.load(f)
+check(rj.get("mattes") == {"garbage": os.path.join(clip, "GarbageMatte"),
+                           "holdout": os.path.join(clip, "HoldoutMatte", "holdout.png")},
+      f"run.json mattes: {rj.get('mattes')}")
+
 # ---- 2. the garbage matte multiplies the hint ----------------------------------------------
 # The generated hint written in Output/AlphaHint is the one before the garbage matte; keyed
 # from a file as hint x (1 - garbage) (float EXR: exact), with no mattes, then the formula:
@@ -171,6 +179,11 @@ out3 = os.path.join(work, "out_flags")
 run(["inference", bare, "--output-root", out3, "--outputs", "matte", "--quiet",
      "--garbage-matte", os.path.join(clip, "GarbageMatte"),
      "--holdout-matte", os.path.join(clip, "HoldoutMatte", "holdout.png")] + model)
+with open(os.path.join(out3, "bare", "run.json")) as f:
+    check(json.load(f).get("mattes", {}).get("holdout") == os.path.join(clip, "HoldoutMatte", "holdout.png"),
+          "run.json of the flags' run: no holdout file")
+with open(os.path.join(out0, "run.json")) as f:
+    check(json.load(f).get("mattes") == {"garbage": None, "holdout": None}, "run.json without mattes: not null")
 for s in stems:
     a, b = (open(os.path.join(o, "Matte", s + ".exr"), "rb").read()
             for o in (out1, os.path.join(out3, "bare")))
@@ -200,6 +213,17 @@ for s in stems:
         continue
     check(open(got, "rb").read() == open(os.path.join(out1, "Matte", s + ".exr"), "rb").read(),
           f"{s}: job run's Matte with garbage_matte/holdout_matte differs from inference's")
+
+# job validate and job plan resolve the mattes as a chunk does: a missing one fails there.
+p = run(["job", "validate", os.path.join(work, "job.yaml")])
+check(": ok:" in p.stdout, f"job validate: {p.stdout[-300:]}")
+with open(os.path.join(work, "job.yaml")) as f:
+    text = f.read()
+with open(os.path.join(work, "job_missing.yaml"), "w") as f:
+    f.write(text.replace("clip/GarbageMatte", "clip/NoSuchMatte").replace("name: mattes", "name: missing"))
+for sub in ("validate", "plan"):
+    p = run(["job", sub, os.path.join(work, "job_missing.yaml")], expect=3)
+    check("NoSuchMatte" in p.stderr + p.stdout, f"job {sub}: a missing garbage_matte not named: {p.stderr[-300:]}")
 
 # ---- 4. errors name the file ---------------------------------------------------------------
 bad = os.path.join(work, "bad")
@@ -269,6 +293,21 @@ if a.shape == (H, W):
     # Columns 4..15 of the rig's region lie in the overscan (the display window starts at 16).
     check(np.all(a[g_is1] == 0.0), "overscan: Matte under the EXR garbage matte (overscan included) is not 0")
     check(np.all(a[h_is1] == 1.0), "overscan: Matte under the display-sized holdout is not 1")
+
+# A matte folder whose numbering drifts from the plates' is said, as a hint folder's is; a
+# flag that sets a clip's own folder aside is said too.
+drift = os.path.join(work, "drift")
+shutil.copytree(os.path.join(clip, "Input"), os.path.join(drift, "Input"))
+os.makedirs(os.path.join(drift, "GarbageMatte"))
+for k in (1, 3):  # 0002 missing: plate 0002 would take matte 0003
+    cv2.imwrite(os.path.join(drift, "GarbageMatte", f"g.{k:04d}.png"), g16)
+p = run(["inference", drift, "--output-root", os.path.join(work, "out_drift"), "--outputs", "matte",
+         "--garbage-matte", os.path.join(clip, "GarbageMatte", stems[0] + ".png")] + model)
+check("GarbageMatte: ignored, garbage_matte" in p.stderr + p.stdout,
+      f"--garbage-matte over a clip's GarbageMatte/: not said: {(p.stderr + p.stdout)[-400:]}")
+p = run(["inference", drift, "--output-root", os.path.join(work, "out_drift"), "--outputs", "matte"] + model)
+check("numbering drifts" in p.stderr + p.stdout and "g.0003.png" in p.stderr + p.stdout,
+      f"a matte folder missing a number: no drift warning: {(p.stderr + p.stdout)[-400:]}")
 
 if failures:
     print(f"cli mattes: {len(failures)} failure(s)")

@@ -67,6 +67,8 @@ struct RunRecord {
   std::string clip, clip_folder;
   EngineInfo engine;
   std::string screen, hints;  // "green" | "blue"; "generated" | "files"
+  /// The garbage and holdout mattes keyed with: a folder, one file or a video ("": none).
+  std::string garbage_matte, holdout_matte;
   bool swapped = false;
   std::string input_colorspace, input_colorspace_why, ocio_config;
   /// Post-processing settings as the option table prints them ("despill", "0.5"): numbers

@@ -3,6 +3,7 @@
 #include <corridorkey/job.h>
 
 #include "io/clip.h"
+#include "pipeline/frame_mattes.h"
 #include "pipeline/run.h"
 
 #include <algorithm>
@@ -33,6 +34,9 @@ JobFrames job_frames(const JobSpec& job) {
     // Generated hints (no AlphaHint/, or hint chroma): every plate is a frame.
     const bool files = !c.hint.empty() && job.inference.hint != HintSource::Chroma;
     const int n = files ? std::min(c.input.count(), c.hint.count()) : c.input.count();
+    // The mattes as a chunk resolves them (existence, counts): validate and plan fail where
+    // every chunk would.
+    pipeline::resolve_mattes(c, job.inference, n, jf.skipped);
     std::vector<int> f;
     if (frames.empty()) {
       for (int i = 1; i <= n; ++i) f.push_back(i);

@@ -53,23 +53,25 @@ std::string mismatch_message(const io::Clip& c, int n, int nh) {
   return msg;
 }
 
-/// Hints pair with plates by position. When both carry frame numbers and the offset between
-/// them changes along the clip (plate 0003 keyed with hint 0004 because hint 0003 is
-/// missing and a later one fills the count), the first such pair, for a warning; else "".
-std::string numbering_drift(const io::Clip& c, int n) {
-  if (c.input.is_video() || c.hint.is_video()) return "";
+/// Hints (and mattes) pair with plates by position. When both carry frame numbers and the
+/// offset between them changes along the clip (plate 0003 keyed with hint 0004 because hint
+/// 0003 is missing and a later one fills the count), the first such pair, for a warning;
+/// else "". `noun`: "hint", "garbage matte", ...
+std::string numbering_drift(const io::FrameSource& plates, const io::FrameSource& other, int n,
+                            const std::string& noun) {
+  if (plates.is_video() || other.is_video() || other.frames.size() < 2) return "";
   long offset = 0;
-  for (int i = 0; i < n && i < c.hint.count(); ++i) {
-    const auto& pf = c.input.frames[static_cast<size_t>(i)];
-    const auto& hf = c.hint.frames[static_cast<size_t>(i)];
+  for (int i = 0; i < n && i < other.count(); ++i) {
+    const auto& pf = plates.frames[static_cast<size_t>(i)];
+    const auto& hf = other.frames[static_cast<size_t>(i)];
     const long a = frame_number(pf), b = frame_number(hf);
     if (a < 0 || b < 0) return "";
     if (i == 0) offset = b - a;
     else if (b - a != offset)
-      return "hints pair with plates by position, and their numbering drifts: " +
+      return noun + "s pair with plates by position, and their numbering drifts: " +
              fs::path(pf).filename().string() + " is keyed with " + fs::path(hf).filename().string() +
              " (the first " + std::to_string(i) + " pairs differ by " + std::to_string(offset) +
-             "); is a hint frame missing?";
+             "); is a " + noun + " frame missing?";
   }
   return "";
 }
@@ -153,7 +155,7 @@ void resolve_hints(ClipPlan& p, const InferenceOptions& job, int& n, Plan& plan,
   }
   CK_CHECK(n > 0, IoError, c.root, ": no frames in Input");
   if (!p.generate_hint)
-    if (auto drift = numbering_drift(c, n); !drift.empty())
+    if (auto drift = numbering_drift(c.input, c.hint, n, "hint"); !drift.empty())
       plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root, std::move(drift)});
   // The backing: needed to generate hints, and (screen auto) to tell green from blue.
   std::vector<std::string> warnings;
@@ -422,6 +424,10 @@ Plan plan_job(const InferenceOptions& job) {
     resolve_hints(p, job, n, plan, one);
     std::vector<std::string> matte_warnings;
     p.mattes = resolve_mattes(c, job, n, matte_warnings);
+    for (auto [src, noun] : {std::pair{&p.mattes.garbage, "garbage matte"},
+                             std::pair{&p.mattes.holdout, "holdout matte"}})
+      if (auto drift = numbering_drift(c.input, *src, n, noun); !drift.empty())
+        matte_warnings.push_back(std::move(drift));
     for (auto& w : matte_warnings)
       plan.events.push_back({PipelineEvent::Kind::Warning, c.name, "", c.root, std::move(w)});
     check_backing_agreement(p, n, plan, one);

@@ -20,6 +20,8 @@ io::FrameSource resolve_one(const io::FrameSource& own, const std::string& given
                             int n, bool allow_mismatch,
                             std::vector<std::string>& warnings) {
   io::FrameSource src = given.empty() ? own : io::matte_source(given, key);
+  if (!given.empty() && !own.empty())  // said, as a hint folder set aside by --hint chroma is
+    warnings.push_back(where(own) + ": ignored, " + key + " " + given + " given for every clip");
   if (src.empty()) return src;
   const int count = src.count();
   if (!src.is_video() && count == 1) return src;  // one image: every frame's
@@ -106,6 +108,11 @@ MatteSources resolve_mattes(const io::Clip& clip, const InferenceOptions& job, i
   m.holdout = resolve_one(clip.holdout, job.holdout_matte, "holdout_matte", n,
                           job.allow_mismatch, warnings);
   return m;
+}
+
+std::string matte_origin(const io::FrameSource& src) {
+  if (src.empty()) return "";
+  return src.is_video() || src.frames.size() > 1 ? where(src) : src.frames.front();
 }
 
 std::string matte_file(const io::FrameSource& src, int index) {

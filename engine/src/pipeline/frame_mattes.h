@@ -40,6 +40,10 @@ MatteRead read_matte(const std::string& file, const io::DecodeLimits& limits);
 MatteSources resolve_mattes(const io::Clip& clip, const InferenceOptions& job, int n,
                             std::vector<std::string>& warnings);
 
+/// Where a source's mattes come from, as run.json and the plan's note say it: its video, its
+/// one file, or its folder; "" for none.
+std::string matte_origin(const io::FrameSource& src);
+
 /// The file of frame `index` (0-based): the one file of a single-image source, else the
 /// index-th; "" for none or a video.
 std::string matte_file(const io::FrameSource& src, int index);

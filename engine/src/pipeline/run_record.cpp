@@ -65,6 +65,8 @@ std::vector<std::string> RunRecords::write(const Plan& plan, const InferenceOpti
     r.screen = to_string(p.screen.screen);
     r.swapped = p.swap_gb;
     r.hints = p.generate_hint ? "generated" : "files";
+    r.garbage_matte = matte_origin(p.mattes.garbage);
+    r.holdout_matte = matte_origin(p.mattes.holdout);
     r.input_colorspace = p.colour.input;
     r.input_colorspace_why = p.colour.why;
     r.ocio_config = job.ocio_config;

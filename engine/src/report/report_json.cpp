@@ -265,6 +265,8 @@ std::string run_json(const RunRecord& r) {
       {"screen", r.screen},
       {"swapped", r.swapped},
       {"hints", r.hints},
+      {"mattes", {{"garbage", r.garbage_matte.empty() ? json(nullptr) : json(r.garbage_matte)},
+                  {"holdout", r.holdout_matte.empty() ? json(nullptr) : json(r.holdout_matte)}}},
       {"input_colorspace", r.input_colorspace},
       {"input_colorspace_why", r.input_colorspace_why},
       {"ocio_config", r.ocio_config},
