@@ -38,7 +38,7 @@ TEST_CASE("matte_plane: the hint's channel rule, NaN to 0, clamped", "[unit]") {
   auto one = post::matte_plane(image(5, 1, 1, {0.25f, nan, inf, 1.7f, -0.5f}), &note);
   CHECK(one.channels == 1);
   CHECK(one.pixels == std::vector<float>{0.25f, 0.f, 0.f, 1.f, 0.f});
-  CHECK(note.empty());
+  CHECK(note == "NaN or infinite samples read as 0");
   // Grey saved as RGB: R.
   auto grey = post::matte_plane(image(2, 1, 3, {0.5f, 0.5f, 0.5f, 1.f, 1.f, 1.f}), &note);
   CHECK(grey.pixels == std::vector<float>{0.5f, 1.f});
@@ -51,6 +51,11 @@ TEST_CASE("matte_plane: the hint's channel rule, NaN to 0, clamped", "[unit]") {
   note.clear();
   auto opaque = post::matte_plane(image(2, 1, 4, {0, 0, 0, 1.f, 0, 0, 0, 1.f}), &note);
   CHECK(opaque.pixels == std::vector<float>{0.f, 0.f});
+  CHECK(note.empty());
+  // White colour over a shape in alpha reads as white, and says its alpha is not used.
+  auto straight = post::matte_plane(image(2, 1, 4, {1, 1, 1, 0.f, 1, 1, 1, 1.f}), &note);
+  CHECK(straight.pixels == std::vector<float>{1.f, 1.f});
+  CHECK(note.find("alpha channel is not opaque") != std::string::npos);
   // The hint follows the same rule (it once took R for black colour: an all-zero hint).
   const std::vector<float> painted{0, 0, 0, 0.75f, 0, 0, 0, 0.25f};
   auto t = corridorkey::detail::hint_to_tensor(image(2, 1, 4, painted).view(), &note);
